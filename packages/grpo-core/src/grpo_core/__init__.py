@@ -1,0 +1,51 @@
+"""grpo-core: GRPO fine-tuning on TRL with rewards and datasets found by name.
+
+Importing this package is cheap: torch, trl and datasets load only when a
+command or function needs them.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .data import build_prompt, build_prompts, check_columns, list_datasets, list_system_prompts, load_dataset
+from .errors import (
+    DuplicateNameError,
+    GrpoError,
+    MissingColumnError,
+    PluginError,
+    PluginWarning,
+    RewardParamError,
+    SpecError,
+    UnknownNameError,
+)
+from .hookspecs import hookimpl
+from .rewards import Reward, RewardSpec, compose_rewards, get_reward, list_rewards, parse_spec
+from .text import completion_text, text_reward
+
+__all__ = [
+    "__version__",
+    "hookimpl",
+    "list_rewards",
+    "get_reward",
+    "compose_rewards",
+    "parse_spec",
+    "Reward",
+    "RewardSpec",
+    "list_datasets",
+    "load_dataset",
+    "list_system_prompts",
+    "build_prompt",
+    "build_prompts",
+    "check_columns",
+    "completion_text",
+    "text_reward",
+    "GrpoError",
+    "PluginError",
+    "PluginWarning",
+    "DuplicateNameError",
+    "UnknownNameError",
+    "SpecError",
+    "RewardParamError",
+    "MissingColumnError",
+]

@@ -1,0 +1,44 @@
+"""Hook specifications of the ``grpo`` plugin system.
+
+A plugin implements any of these with ``@grpo_core.hookimpl``. Each hook hands the
+plugin a ``register`` callback; the core owns the registry and validates what is
+registered, so a plugin never sees the registry itself.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("grpo")
+hookimpl = pluggy.HookimplMarker("grpo")
+
+
+@hookspec
+def register_rewards(register: Callable[..., None]) -> None:
+    """Register reward functions: ``register(name, func, *, description=None)``.
+
+    :param register: call once per reward. ``name`` is dotted and lower case
+        (``math.correctness``); ``func`` is a TRL reward function
+        ``func(completions, **kwargs) -> list[float | None]``.
+    """
+
+
+@hookspec
+def register_datasets(register: Callable[..., None]) -> None:
+    """Register dataset adapters: ``register(name, loader, *, description=None)``.
+
+    :param register: call once per adapter. ``loader(split="train", **params)``
+        returns a ``datasets.Dataset`` with a ``question`` column and, for
+        verifiable tasks, an ``answer`` column.
+    """
+
+
+@hookspec
+def register_system_prompts(register: Callable[..., None]) -> None:
+    """Register named system prompts: ``register(name, text, *, description=None)``.
+
+    :param register: call once per prompt. A training config can then say
+        ``system_prompt: xml`` instead of pasting the text.
+    """

@@ -1,0 +1,185 @@
+"""Registries built from the ``register_*`` hooks.
+
+Each plugin's hook implementation is called with a ``register`` bound to that
+plugin, so a name registered twice can be reported with both plugins and their
+distributions (pluggy's own results do not say which plugin produced them).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import plugins
+from .errors import DuplicateNameError, PluginWarning, RegistryError, UnknownNameError
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
+
+# Where the names of our own plugins live, for "pip install" hints.
+KNOWN_NAMESPACES = {
+    "math": "grpo-rewards-math",
+    "format": "grpo-rewards-format",
+    "length": "grpo-rewards-format",
+    "repetition": "grpo-rewards-format",
+}
+KNOWN_DATASETS = {
+    name: "grpo-datasets" for name in ("gsm8k", "math", "medcalc", "files", "hub", "arithmetic")
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered reward, dataset adapter or system prompt."""
+
+    name: str
+    obj: Any
+    description: str
+    plugin: str
+    distribution: str | None
+    version: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def source(self) -> str:
+        return f"plugin '{self.plugin}'" + (
+            f" (distribution {self.distribution})" if self.distribution else ""
+        )
+
+
+class Registry:
+    """Name -> Entry for one kind (``reward``, ``dataset``, ``system prompt``)."""
+
+    def __init__(self, kind: str, entries: dict[str, Entry]):
+        self.kind = kind
+        self.entries = entries
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.entries
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise UnknownNameError(self._unknown_message(name)) from None
+
+    def _unknown_message(self, name: str) -> str:
+        names = self.names()
+        close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+        short = name.rsplit(".", 1)[-1]
+        close += [n for n in names if n not in close and short and short in n][: 5 - len(close)]
+        msg = f"unknown {self.kind} '{name}'."
+        if close:
+            msg += f" Closest registered: {', '.join(close)}."
+        elif names:
+            shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+            msg += f" Registered {self.kind}s: {shown}."
+        else:
+            msg += f" No {self.kind}s are registered: no plugin providing them is loaded."
+        hint = (KNOWN_DATASETS if self.kind == "dataset" else KNOWN_NAMESPACES).get(
+            name if self.kind == "dataset" else name.split(".", 1)[0]
+        )
+        if hint and not close:
+            msg += f" '{name}' comes from {hint}: pip install {hint}"
+            if plugins.allowed_distributions() is not None:
+                msg += f" (and add it to {plugins.ENV_VAR})"
+            msg += "."
+        else:
+            msg += f" List them with `grpo {self.kind.split()[0]}s list`."
+        return msg
+
+
+def _describe(obj: Any, description: str | None) -> str:
+    if description:
+        return description.strip()
+    doc = getattr(obj, "__doc__", None) if not isinstance(obj, str) else None
+    if doc:
+        return doc.strip().splitlines()[0].strip()
+    return ""
+
+
+def collect(hook_name: str, kind: str, *, dotted: bool, validate=None) -> Registry:
+    """Call every implementation of ``hook_name`` with a plugin-bound ``register``."""
+    plugins.load_plugins()
+    entries: dict[str, Entry] = {}
+    hook = getattr(plugins.pm.hook, hook_name)
+    # pluggy calls the last registered first; register in registration order instead.
+    for impl in reversed(hook.get_hookimpls()):
+        info = plugins.plugin_info(impl.plugin_name)
+        mine: dict[str, Entry] = {}
+
+        def register(name, obj, *, description=None, _info=info, _mine=mine, **extra):
+            if not isinstance(name, str) or not (DOTTED_NAME_RE if dotted else NAME_RE).match(name):
+                form = "<namespace>.<name>" if dotted else "<name> or <namespace>.<name>"
+                raise RegistryError(
+                    f"{kind} name {name!r} from plugin '{_info.name}' is not of the form "
+                    f"{form} in lower case (e.g. 'acme.brevity')."
+                )
+            if validate is not None:
+                validate(name, obj)
+            other = entries.get(name) or _mine.get(name)
+            if other is not None:
+                raise DuplicateNameError(
+                    f"{kind} '{name}' is registered twice: by {other.source} and by "
+                    f"plugin '{_info.name}'"
+                    + (f" (distribution {_info.distribution})" if _info.distribution else "")
+                    + f". Uninstall one, or restrict loading with {plugins.ENV_VAR}=<distributions>."
+                )
+            _mine[name] = Entry(
+                name, obj, _describe(obj, description), _info.name, _info.distribution,
+                _info.version, extra,
+            )
+
+        try:
+            impl.function(register=register)
+        except (DuplicateNameError, RegistryError):
+            raise
+        except Exception as exc:  # a broken plugin must not take the others down
+            problem = plugins.PluginProblem(
+                info.name,
+                info.distribution,
+                f"{hook_name} raised {type(exc).__name__}: {exc}; its {kind}s are skipped.",
+            )
+            if str(problem) not in {str(p) for p in plugins.problems}:
+                plugins.report(problem)
+            continue
+        entries.update(mine)
+    return Registry(kind, entries)
+
+
+def _check_reward(name: str, func: Any) -> None:
+    if not callable(func):
+        raise RegistryError(f"reward '{name}' is {func!r}, not a callable reward function.")
+
+
+def _check_loader(name: str, loader: Any) -> None:
+    if not callable(loader):
+        raise RegistryError(f"dataset '{name}' loader is {loader!r}, not a callable.")
+
+
+def _check_prompt(name: str, text: Any) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise RegistryError(f"system prompt '{name}' must be non-empty text, got {text!r}.")
+
+
+def rewards() -> Registry:
+    return collect("register_rewards", "reward", dotted=True, validate=_check_reward)
+
+
+def datasets() -> Registry:
+    return collect("register_datasets", "dataset", dotted=False, validate=_check_loader)
+
+
+def system_prompts() -> Registry:
+    return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt)
+
+
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "PluginWarning"]

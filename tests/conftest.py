@@ -1,0 +1,40 @@
+"""Shared fixtures. Tests never load installed plugins unless they ask to:
+GRPO_PLUGINS is set to empty before grpo_core loads anything, and tests register
+the plugin modules they need with the ``register_plugin`` fixture."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["GRPO_PLUGINS"] = ""
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def plugin_manager():
+    """A clean plugin manager (default plugins only), reset again afterwards."""
+    from grpo_core import plugins
+
+    plugins.reset()
+    try:
+        yield plugins.pm
+    finally:
+        plugins.reset()
+
+
+@pytest.fixture
+def register_plugin(plugin_manager):
+    """``register_plugin(module_or_object, name=None)``: register in process, undone after."""
+    from grpo_core import plugins
+
+    plugins.load_plugins()
+
+    def register(plugin, name=None):
+        return plugin_manager.register(plugin, name=name or getattr(plugin, "__name__", None))
+
+    yield register
