@@ -1,0 +1,72 @@
+"""The ``grpo`` command. Each subcommand lives in ``grpo_core.commands.<name>`` and
+imports its heavy dependencies (torch, trl, datasets) only when it runs, so
+listing commands and ``--help`` start fast."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+
+from . import __version__
+from .errors import GrpoError, PluginWarning
+
+COMMANDS = (
+    "plugins",
+    "rewards",
+    "datasets",
+    "score",
+    "preflight",
+    "train",
+    "eval",
+    "merge",
+    "generate",
+    "models",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="grpo",
+        description="GRPO fine-tuning on TRL with rewards and datasets found by name.",
+    )
+    parser.add_argument("--version", action="version", version=f"grpo {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"grpo_core.commands.{name}").add_parser(sub)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    if issubclass(category, PluginWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if extra and not getattr(args, "accepts_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
+    try:
+        return int(args.func(args) or 0)
+    except GrpoError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

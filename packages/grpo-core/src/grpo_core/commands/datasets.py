@@ -1,0 +1,62 @@
+"""`grpo datasets list|show NAME [--param value ...]`."""
+
+from __future__ import annotations
+
+from . import parse_key_values, print_json, table
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("datasets", help="list and show dataset adapters")
+    ds = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = ds.add_parser("list", help="every registered dataset adapter")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=run_list)
+    show = ds.add_parser(
+        "show",
+        help="load an adapter and print built prompts and answers; adapter parameters "
+        "as --key value (e.g. --path data.jsonl)",
+    )
+    show.add_argument("name")
+    show.add_argument("--split", default="train")
+    show.add_argument("--limit", type=int, default=3, help="rows to print (default 3)")
+    show.add_argument("--system-prompt", default=None, help="registered name or text")
+    show.add_argument("--few-shot", type=int, default=0)
+    show.add_argument("--json", action="store_true", help="print the rows as JSON")
+    show.set_defaults(func=run_show, accepts_extra=True)
+
+
+def run_list(args) -> int:
+    from ..data import list_datasets
+
+    entries = list_datasets()
+    if args.json:
+        print_json([{"name": e.name, "plugin": e.plugin, "distribution": e.distribution,
+                     "description": e.description} for e in entries])
+        return 0
+    if not entries:
+        print("No datasets registered. Install a dataset plugin: pip install grpo-datasets")
+        return 0
+    print(table([[e.name, e.distribution or "-", e.description] for e in entries],
+                ["name", "distribution", "description"]))
+    return 0
+
+
+def run_show(args) -> int:
+    from ..data import build_prompts, load_dataset
+
+    params = parse_key_values(args.extra, "grpo datasets show")
+    params.setdefault("limit", args.limit + args.few_shot)
+    ds = load_dataset(args.name, split=args.split, **params)
+    ds = build_prompts(ds, system_prompt=args.system_prompt, few_shot=args.few_shot)
+    rows = [ds[i] for i in range(min(args.limit, len(ds)))]
+    if args.json:
+        print_json(rows)
+        return 0
+    print(f"{args.name} ({args.split}): {len(ds)} rows; columns: {', '.join(ds.column_names)}")
+    for i, row in enumerate(rows):
+        print(f"\n--- row {i} ---")
+        for msg in row["prompt"]:
+            print(f"[{msg['role']}] {msg['content']}")
+        if "answer" in row:
+            print(f"=> answer: {row['answer']}")
+    return 0

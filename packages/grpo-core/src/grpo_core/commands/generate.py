@@ -1,0 +1,10 @@
+"""`grpo generate`."""
+
+from __future__ import annotations
+
+from . import not_yet
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("generate", help="(not implemented yet)")
+    p.set_defaults(func=not_yet("generate"), accepts_extra=True)

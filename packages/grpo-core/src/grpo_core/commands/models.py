@@ -1,0 +1,10 @@
+"""`grpo models`."""
+
+from __future__ import annotations
+
+from . import not_yet
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("models", help="(not implemented yet)")
+    p.set_defaults(func=not_yet("models"), accepts_extra=True)

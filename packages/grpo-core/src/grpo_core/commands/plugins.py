@@ -1,0 +1,21 @@
+"""`grpo plugins`: installed plugins, their distributions, versions and hooks (JSON)."""
+
+from __future__ import annotations
+
+from . import print_json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plugins", help="list loaded plugins as JSON")
+    p.add_argument("--all", action="store_true", help="include the core's built-in plugins")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from .. import plugins
+
+    loaded = plugins.loaded_plugins()
+    if not args.all:
+        loaded = [p for p in loaded if p["name"] not in plugins.DEFAULT_PLUGINS]
+    print_json(loaded)
+    return 1 if plugins.problems else 0  # each problem was already printed as a warning

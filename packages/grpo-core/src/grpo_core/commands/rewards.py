@@ -1,0 +1,89 @@
+"""`grpo rewards list|show NAME|check NAME`."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+from . import parse_key_values, print_json, table
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("rewards", help="list, show and check registered rewards")
+    rs = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = rs.add_parser("list", help="every registered reward")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=run_list)
+    show = rs.add_parser("show", help="a reward's formula, parameters and required columns")
+    show.add_argument("name")
+    show.set_defaults(func=run_show)
+    check = rs.add_parser(
+        "check",
+        help="run the reward contract suite (length, floats or None, hostile text); "
+        "parameters as --key value",
+    )
+    check.add_argument("name")
+    check.set_defaults(func=run_check, accepts_extra=True)
+
+
+def run_list(args) -> int:
+    from ..rewards import list_rewards
+
+    entries = list_rewards()
+    if args.json:
+        print_json([_entry_json(e) for e in entries])
+        return 0
+    if not entries:
+        print("No rewards registered. Install a reward plugin, e.g. pip install grpo-rewards-format")
+        return 0
+    print(table([[e.name, e.distribution or "-", e.description] for e in entries],
+                ["name", "distribution", "description"]))
+    return 0
+
+
+def _entry_json(e) -> dict:
+    return {"name": e.name, "plugin": e.plugin, "distribution": e.distribution,
+            "version": e.version, "description": e.description}
+
+
+def describe_parameters(func) -> tuple[list[str], list[str]]:
+    from ..params import split_signature
+
+    params, required, _ = split_signature(func)
+    lines = []
+    for name, p in params.items():
+        ann = p.annotation
+        ann = "" if ann is p.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+        lines.append(f"{name}{': ' + ann if ann else ''} = {p.default!r}")
+    return lines, list(required)
+
+
+def run_show(args) -> int:
+    from .. import registry
+
+    entry = registry.rewards().get(args.name)
+    params, columns = describe_parameters(entry.obj)
+    print(f"{entry.name}  ({entry.source}{', version ' + entry.version if entry.version else ''})")
+    print()
+    doc = inspect.getdoc(getattr(entry.obj, "__wrapped__", entry.obj)) or entry.description
+    print(doc or "(no description)")
+    print()
+    print("Parameters: " + ("none" if not params else ""))
+    for line in params:
+        print(f"  {line}")
+    print("Required dataset columns: " + (", ".join(columns) or "none"))
+    return 0
+
+
+def run_check(args) -> int:
+    from ..contract import check_reward
+
+    params = parse_key_values(args.extra, "grpo rewards check")
+    results = check_reward(args.name, params)
+    for r in results:
+        print(r)
+    failed = [r for r in results if not r.ok]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        print(f"reward '{args.name}' does not meet the reward contract.", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,263 @@
+"""The reward contract suite: what every reward, ours or a third party's, must do.
+
+- returns a list (or tuple) with one value per completion;
+- each value is a finite float/int or ``None``;
+- survives hostile text (empty, huge, unicode, injection attempts, tag floods)
+  and both completion shapes (str and conversational messages);
+- is deterministic for the same input, picklable, and callable from a thread.
+
+Use it from the command line (``grpo rewards check NAME``) or in a plugin's own
+tests with one line::
+
+    from grpo_core.contract import RewardContract
+
+    class TestBrevity(RewardContract):
+        reward = "acme.brevity"          # or a grpo_core.Reward / plain function
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+HOSTILE_TEXTS: tuple[str, ...] = (
+    "",
+    " ",
+    "\x00\x01\x02",
+    "42",
+    "The answer is 42.",
+    "<think>step</think><answer>42</answer>",
+    "<think>" * 10_000,
+    "</answer>" * 1_000 + "<answer>",
+    "<think><think><answer></think></answer>",
+    "\\boxed{" * 2_000,
+    "(" * 5_000 + ")" * 10,
+    "9" * 5_000,
+    "1e999999",
+    "2**2**2**2**2**2**2**2",
+    "__import__('os').system('echo pwned')",
+    "exec('import os')",
+    "{{7*7}} ${7*7} `rm -rf /`",
+    "日本語のテキスト 🤖🧮 ∑∫√π − ∞ ١٢٣ \u202eRTL\u202c e\u0301",
+    "\ud800 lone surrogate",
+    "a" * 1_000_000,
+    "word " * 20_000,
+    '{"answer": 42, "nested": ' * 200 + "}" * 200,
+)
+
+SYNTHETIC_COLUMN_VALUES: dict[str, Any] = {"answer": "42", "solution": "42", "lower": None, "upper": None}
+
+
+@dataclass
+class CheckResult:
+    name: str
+    ok: bool
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"{'PASS' if self.ok else 'FAIL'}  {self.name}" + (f": {self.message}" if self.message else "")
+
+
+def _resolve(reward: Any, params: dict | None) -> Callable:
+    from .rewards import Reward, get_reward
+
+    if isinstance(reward, str):
+        return get_reward(reward, **(params or {}))
+    if isinstance(reward, Reward) or not params:
+        return reward
+    return Reward(getattr(reward, "__name__", "reward"), reward, params)
+
+
+def _columns_for(func: Callable, n: int, columns: dict | None) -> dict[str, list]:
+    from .params import split_signature
+
+    required = getattr(func, "required_columns", None)
+    if required is None:
+        _, required, _ = split_signature(func)
+    out = {}
+    for col in required:
+        value = (columns or {}).get(col, SYNTHETIC_COLUMN_VALUES.get(col, "42"))
+        out[col] = [value] * n
+    return out
+
+
+def _call(func: Callable, completions: list, columns: dict | None) -> Any:
+    n = len(completions)
+    prompts = [[{"role": "user", "content": "What is 6 * 7?"}]] * n
+    ids = [[1, 2, 3][: (i % 3) + 1] for i in range(n)]
+    kwargs = dict(
+        prompts=prompts,
+        completion_ids=ids,
+        trainer_state=None,
+        log_metric=lambda *a, **k: None,
+        log_extra=lambda *a, **k: None,
+    )
+    kwargs.update(_columns_for(func, n, columns))
+    return func(completions, **kwargs)
+
+
+def _values_problem(values: Any, n: int) -> str | None:
+    if not isinstance(values, (list, tuple)):
+        return f"returned {type(values).__name__}, expected a list"
+    if len(values) != n:
+        return f"returned {len(values)} values for {n} completions"
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"value #{i} is {type(v).__name__} {v!r}, expected float or None"
+        if not math.isfinite(v):
+            return f"value #{i} is {v}, expected a finite float or None"
+    return None
+
+
+def check_reward(
+    reward: Any,
+    params: dict | None = None,
+    columns: dict | None = None,
+    max_seconds: float = 30.0,
+) -> list[CheckResult]:
+    """Run the contract suite on ``reward`` (a registered name, a Reward, or a function).
+
+    ``columns`` gives values for dataset columns the reward requires (defaults:
+    ``answer="42"``); ``max_seconds`` bounds the whole hostile batch.
+    """
+    results: list[CheckResult] = []
+    try:
+        func = _resolve(reward, params)
+    except Exception as exc:
+        return [CheckResult("resolves", False, f"{type(exc).__name__}: {exc}")]
+
+    def run(name: str, body: Callable[[], str | None]) -> None:
+        try:
+            problem = body()
+        except Exception as exc:
+            problem = f"raised {type(exc).__name__}: {str(exc)[:300]}"
+        results.append(CheckResult(name, problem is None, problem or ""))
+
+    texts = list(HOSTILE_TEXTS)
+    messages = [[{"role": "assistant", "content": t}] for t in texts[:8]]
+
+    def plain():
+        return _values_problem(_call(func, ["The answer is 42.", "I am not sure."], columns), 2)
+
+    def empty_batch():
+        return _values_problem(_call(func, [], columns), 0)
+
+    def hostile():
+        start = time.perf_counter()
+        problem = _values_problem(_call(func, texts, columns), len(texts))
+        took = time.perf_counter() - start
+        if problem is None and took > max_seconds:
+            problem = f"took {took:.1f}s for {len(texts)} hostile completions (limit {max_seconds:g}s)"
+        return problem
+
+    def conversational():
+        return _values_problem(_call(func, messages, columns), len(messages))
+
+    def deterministic():
+        batch = texts[:6]
+        a, b = _call(func, batch, columns), _call(func, batch, columns)
+        return None if list(a) == list(b) else f"two calls on the same input gave {a} and {b}"
+
+    def picklable():
+        clone = pickle.loads(pickle.dumps(func))
+        a = _call(clone, ["The answer is 42."], columns)
+        return _values_problem(a, 1)
+
+    def threaded():
+        box: dict = {}
+
+        def target():
+            try:
+                box["v"] = _call(func, ["The answer is 42.", ""], columns)
+            except Exception as exc:  # reported below
+                box["e"] = exc
+
+        t = threading.Thread(target=target)
+        t.start()
+        t.join(max_seconds)
+        if t.is_alive():
+            return f"did not return within {max_seconds:g}s when called from a thread"
+        if "e" in box:
+            return f"raised {type(box['e']).__name__} in a thread: {box['e']}"
+        return _values_problem(box["v"], 2)
+
+    def named():
+        name = getattr(func, "__name__", None)
+        return None if isinstance(name, str) and name else "has no __name__ (TRL logs rewards by it)"
+
+    for name, body in (
+        ("has a name", named),
+        ("plain completions", plain),
+        ("empty batch", empty_batch),
+        ("conversational completions", conversational),
+        ("hostile text", hostile),
+        ("deterministic", deterministic),
+        ("picklable", picklable),
+        ("callable from a thread", threaded),
+    ):
+        run(name, body)
+    return results
+
+
+class RewardContract:
+    """Subclass in a test module and set ``reward`` (and optionally ``params``,
+    ``columns``): pytest collects one test per contract check."""
+
+    reward: Any = None
+    params: dict | None = None
+    columns: dict | None = None
+    plugin: Any = None  # a plugin module to register in-process first, if any
+
+    def _results(self) -> dict[str, CheckResult]:
+        cache = type(self).__dict__.get("_cache")
+        if cache is None:
+            from . import plugins
+
+            registered = False
+            if self.plugin is not None and plugins.pm.get_plugin(getattr(self.plugin, "__name__", "")) is None:
+                plugins.load_plugins()
+                plugins.pm.register(self.plugin, name=self.plugin.__name__)
+                registered = True
+            try:
+                cache = {r.name: r for r in check_reward(self.reward, self.params, self.columns)}
+            finally:
+                if registered:
+                    plugins.pm.unregister(self.plugin)
+            type(self)._cache = cache
+        return cache
+
+    def _assert(self, name: str) -> None:
+        results = self._results()
+        if "resolves" in results:
+            raise AssertionError(str(results["resolves"]))
+        assert results[name].ok, str(results[name])
+
+    def test_has_a_name(self):
+        self._assert("has a name")
+
+    def test_plain_completions(self):
+        self._assert("plain completions")
+
+    def test_empty_batch(self):
+        self._assert("empty batch")
+
+    def test_conversational_completions(self):
+        self._assert("conversational completions")
+
+    def test_hostile_text(self):
+        self._assert("hostile text")
+
+    def test_deterministic(self):
+        self._assert("deterministic")
+
+    def test_picklable(self):
+        self._assert("picklable")
+
+    def test_callable_from_a_thread(self):
+        self._assert("callable from a thread")
