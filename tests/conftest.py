@@ -38,3 +38,11 @@ def register_plugin(plugin_manager):
         return plugin_manager.register(plugin, name=name or getattr(plugin, "__name__", None))
 
     yield register
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """Path of a tiny random Qwen2 model with a tokenizer trained on the fly."""
+    from grpo_core.testing import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model")

@@ -27,6 +27,11 @@ class Reward:
     Picklable when the underlying function is (module-level functions are).
     """
 
+    def __new__(cls, name: str, func: Callable, *args, **kwargs):
+        if cls is Reward and inspect.iscoroutinefunction(_target(func)):
+            cls = AsyncReward  # TRL runs async rewards concurrently; keep them async
+        return super().__new__(cls)
+
     def __init__(self, name: str, func: Callable, params: dict | None = None, description: str = ""):
         self.__name__ = name
         self.__qualname__ = name
@@ -52,6 +57,16 @@ class Reward:
 
     def __reduce__(self):
         return (Reward, (self.name, self.func, self.params, self.description))
+
+
+class AsyncReward(Reward):
+    """A :class:`Reward` around an ``async def`` reward function."""
+
+    async def __call__(self, completions=None, **kwargs):
+        kwargs.update(self.params)
+        if self._accepted is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in self._accepted}
+        return await self.func(completions, **kwargs)
 
 
 def _target(func: Callable) -> Callable:
