@@ -1,0 +1,120 @@
+"""Entry-point discovery, GRPO_PLUGINS filtering and isolation of broken plugins,
+exercised through real (fake-installed) distributions in a subprocess."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .fakedist import REWARD_MODULE, make_dist, run_grpo
+
+
+@pytest.fixture
+def site(tmp_path):
+    site = tmp_path / "site"
+    make_dist(site, "acme-good", {"acme": "acme_good"},
+              {"acme_good": REWARD_MODULE.format(func="good", name="acme.good", desc="good one")})
+    make_dist(site, "beta-plugin", {"beta": "beta_plugin"},
+              {"beta_plugin": REWARD_MODULE.format(func="b", name="beta.thing", desc="beta one")})
+    return site
+
+
+def _names(stdout: str) -> list[str]:
+    return [r["name"] for r in json.loads(stdout)]
+
+
+def test_installed_plugins_are_found_by_entry_point(site):
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,beta-plugin")
+    assert out.returncode == 0, out.stderr
+    assert _names(out.stdout) == ["acme.good", "beta.thing"]
+    plugins = json.loads(run_grpo(["plugins"], site, plugins="acme-good,beta-plugin").stdout)
+    acme = next(p for p in plugins if p["name"] == "acme")
+    assert acme["distribution"] == "acme-good"
+    assert acme["version"] == "1.0"
+    assert acme["hooks"] == ["register_rewards"]
+
+
+def test_grpo_plugins_restricts_loading_to_named_distributions(site):
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="beta-plugin")
+    assert _names(out.stdout) == ["beta.thing"]
+    # underscores and case are normalised like pip does
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="Acme_Good")
+    assert _names(out.stdout) == ["acme.good"]
+    # empty means none
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="")
+    assert _names(out.stdout) == []
+
+
+def test_grpo_plugins_naming_an_uninstalled_distribution_warns(site):
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,acme-typo")
+    assert _names(out.stdout) == ["acme.good"]
+    assert "GRPO_PLUGINS names 'acme-typo'" in out.stderr
+    assert "acme-good" in out.stderr  # lists what is installed
+
+
+def test_broken_plugin_is_reported_and_others_still_load(site):
+    make_dist(site, "acme-broken", {"broken": "acme_broken"},
+              {"acme_broken": "import not_a_real_module_xyz\n"})
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,acme-broken,beta-plugin")
+    assert out.returncode == 0
+    assert _names(out.stdout) == ["acme.good", "beta.thing"]
+    assert "grpo plugin 'broken' (distribution acme-broken)" in out.stderr
+    assert "ModuleNotFoundError" in out.stderr and "not_a_real_module_xyz" in out.stderr
+    # `grpo plugins` exits non-zero so scripts notice
+    assert run_grpo(["plugins"], site, plugins="acme-good,acme-broken").returncode == 1
+
+
+def test_same_entry_point_name_in_two_distributions_is_reported(site):
+    # pluggy alone would load one of them and say nothing.
+    make_dist(site, "acme-clone", {"acme": "acme_clone"},
+              {"acme_clone": REWARD_MODULE.format(func="c", name="clone.thing", desc="")})
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,acme-clone")
+    assert "entry point name 'acme' is already used by distribution" in out.stderr
+    assert "acme-good" in out.stderr and "acme-clone" in out.stderr
+    assert len(_names(out.stdout)) == 1
+
+
+def test_same_reward_name_from_two_distributions_is_an_error_naming_both(site):
+    make_dist(site, "acme-rival", {"rival": "acme_rival"},
+              {"acme_rival": REWARD_MODULE.format(func="r", name="acme.good", desc="")})
+    out = run_grpo(["rewards", "list"], site, plugins="acme-good,acme-rival")
+    assert out.returncode == 2
+    assert "reward 'acme.good' is registered twice" in out.stderr
+    assert "plugin 'acme' (distribution acme-good)" in out.stderr
+    assert "plugin 'rival' (distribution acme-rival)" in out.stderr
+
+
+def test_misspelt_hook_fails_loudly_without_taking_others_down(site):
+    make_dist(site, "acme-typo", {"typo": "acme_typo"}, {"acme_typo": """
+        from grpo_core import hookimpl
+
+        @hookimpl
+        def register_reward(register):
+            register("typo.x", lambda completions, **kw: [0.0] * len(completions))
+    """})
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,acme-typo")
+    assert _names(out.stdout) == ["acme.good"]
+    assert "unknown hook 'register_reward' (did you mean 'register_rewards'?)" in out.stderr
+
+
+def test_core_alone_lists_no_rewards_and_says_how_to_get_some():
+    out = run_grpo(["rewards", "list"], plugins="")
+    assert out.returncode == 0
+    assert "No rewards registered" in out.stdout and "pip install" in out.stdout
+
+
+def test_listing_and_help_import_neither_torch_nor_trl(site):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from grpo_core.cli import main\n"
+        "for argv in (['rewards', 'list'], ['datasets', 'list'], ['plugins']):\n"
+        "    main(argv)\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "HEAVY []" in out.stderr, out.stderr
