@@ -68,7 +68,7 @@ def run_show(args) -> int:
     doc = inspect.getdoc(getattr(entry.obj, "__wrapped__", entry.obj)) or entry.description
     print(doc or "(no description)")
     print()
-    print("Parameters: " + ("none" if not params else ""))
+    print("Parameters:" + ("" if params else " none"))
     for line in params:
         print(f"  {line}")
     print("Required dataset columns: " + (", ".join(columns) or "none"))

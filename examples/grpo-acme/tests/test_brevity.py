@@ -1,0 +1,12 @@
+from grpo_core.contract import RewardContract
+
+import grpo_acme
+
+
+class TestBrevityContract(RewardContract):
+    reward = "acme.brevity"
+    plugin = grpo_acme
+
+
+def test_brevity_values():
+    assert grpo_acme.brevity(["", "x" * 100, "x" * 300], max_chars=200) == [1.0, 0.5, 0.0]
