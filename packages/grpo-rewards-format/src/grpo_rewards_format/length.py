@@ -1,0 +1,113 @@
+"""Length rewards: ``length.ideal`` and DAPO's ``length.soft_overlong``.
+
+Lengths are in tokens when TRL passes ``completion_ids`` (it always does during
+training). Without them (``grpo score`` on plain text, a direct call) a token
+count is estimated as ``ceil(characters / 4)``, a common rule of thumb for
+English BPE vocabularies.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from grpo_core import text_reward
+
+CHARS_PER_TOKEN = 4
+UNITS = ("auto", "tokens", "chars", "words")
+
+
+def aligned_ids(completion_ids: Any, n: int) -> list:
+    """``completion_ids`` as a list aligned with ``n`` completions (``None`` items when absent)."""
+    if completion_ids is None:
+        return [None] * n
+    if len(completion_ids) != n:
+        raise ValueError(
+            f"completion_ids has {len(completion_ids)} items but there are {n} completions; "
+            f"pass one list of token ids per completion."
+        )
+    return [ids.tolist() if hasattr(ids, "tolist") else ids for ids in completion_ids]
+
+
+def token_count(text: str, ids: Any) -> int:
+    if ids is not None:
+        return len(ids)
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def measure(text: str, ids: Any, unit: str) -> int:
+    if unit == "auto":
+        unit = "tokens" if ids is not None else "chars"
+    if unit == "tokens":
+        return token_count(text, ids)
+    if unit == "words":
+        return len(text.split())
+    return len(text)
+
+
+@text_reward
+def ideal(
+    completions: list,
+    target: int = 200,
+    unit: Literal["auto", "tokens", "chars", "words"] = "auto",
+    completion_ids: list | None = None,
+    **kwargs,
+) -> list[float]:
+    """Closeness to a target length: 0 at the target, down to -1 at twice it (or 0 length).
+
+    reward = max(-1, -|target - L| / target)        Range [-1.0, 0.0]
+    L is the completion length in `unit`:
+      "auto" (default): tokens (len of completion_ids) when TRL passes
+                        completion_ids, else characters;
+      "tokens": len(completion_ids), or ceil(chars / 4) when ids are absent;
+      "chars": characters of the completion text; "words": whitespace-split words.
+    Conversational completions are measured on their assistant text.
+
+    Parameters: target=200 (> 0), unit="auto".
+    """
+    if isinstance(target, bool) or not isinstance(target, int) or target <= 0:
+        raise ValueError(f"target must be a positive integer length, got {target!r}.")
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}.")
+    ids_list = aligned_ids(completion_ids, len(completions))
+    return [
+        max(-1.0, -abs(target - measure(text, ids, unit)) / target)
+        for text, ids in zip(completions, ids_list)
+    ]
+
+
+@text_reward
+def soft_overlong(
+    completions: list,
+    max_length: int = 512,
+    cache: int = 128,
+    completion_ids: list | None = None,
+    **kwargs,
+) -> list[float]:
+    """DAPO soft overlong punishment: 0 up to max_length - cache, linear to -1 at max_length.
+
+    With L the length in tokens, M = max_length and C = cache (DAPO Eq. 13,
+    same as trl.rewards.get_soft_overlong_punishment(M, C)):
+      reward = 0                  if L <= M - C
+               (M - C - L) / C    if M - C < L <= M
+               -1                 if L > M
+    Range [-1.0, 0.0]. L = len(completion_ids); when TRL does not pass them,
+    L = ceil(characters / 4) (an estimate). Set max_length to GRPOConfig's
+    max_completion_length (default 512); cache=0 is a hard cut at max_length.
+
+    Parameters: max_length=512 (> 0), cache=128 (0 <= cache <= max_length).
+    """
+    if max_length <= 0:
+        raise ValueError(f"max_length must be > 0, got {max_length!r}.")
+    if not 0 <= cache <= max_length:
+        raise ValueError(f"cache must be between 0 and max_length={max_length}, got {cache!r}.")
+    start = max_length - cache
+    out = []
+    for text, ids in zip(completions, aligned_ids(completion_ids, len(completions))):
+        length = token_count(text, ids)
+        if length <= start:
+            out.append(0.0)
+        elif length <= max_length:
+            out.append((start - length) / cache)
+        else:
+            out.append(-1.0)
+    return out
