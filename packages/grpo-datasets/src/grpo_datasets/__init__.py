@@ -1,5 +1,72 @@
-"""grpo_datasets: grpo plugin (hooks registered in this module)."""
+"""grpo-datasets: dataset adapters for grpo.
+
+``gsm8k``, ``math``, ``medcalc`` (Hub datasets, each also readable from a local copy
+with ``path=``), ``files`` (local jsonl/json/csv/parquet), ``hub`` (any dataset id)
+and ``arithmetic`` (synthetic, offline: the demo default).
+
+This is the plugin's entry-point module, imported whenever grpo lists plugins, so
+it imports only the loaders' signatures; ``datasets`` and the implementation load
+on first use, and the helpers below on first access.
+"""
 
 from __future__ import annotations
 
+from grpo_core import hookimpl
+
+from .errors import (
+    AnswerError,
+    ColumnError,
+    DatasetError,
+    DatasetFileError,
+    DatasetLoadError,
+    EmptyDatasetError,
+    PromptTooLongError,
+    SkippedRowsWarning,
+    SplitError,
+)
+from .loaders import load_arithmetic, load_files, load_gsm8k, load_hub, load_math, load_medcalc
+
 __version__ = "0.1.0"
+
+ADAPTERS = {
+    "arithmetic": load_arithmetic,
+    "gsm8k": load_gsm8k,
+    "math": load_math,
+    "medcalc": load_medcalc,
+    "files": load_files,
+    "hub": load_hub,
+}
+
+
+@hookimpl
+def register_datasets(register):
+    for name, loader in ADAPTERS.items():
+        register(name, loader)  # description: the docstring's first line
+
+
+_LAZY = {
+    "prompt_lengths": "prompts",
+    "PromptLengths": "prompts",
+    "gsm8k_answer": "extract",
+    "last_boxed": "extract",
+    "parse_split": "splits",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'grpo_datasets' has no attribute {name!r}")
+
+
+__all__ = [
+    "register_datasets", "ADAPTERS",
+    "load_arithmetic", "load_gsm8k", "load_math", "load_medcalc", "load_files", "load_hub",
+    "prompt_lengths", "PromptLengths", "gsm8k_answer", "last_boxed", "parse_split",
+    "DatasetError", "DatasetFileError", "DatasetLoadError", "SplitError", "ColumnError",
+    "EmptyDatasetError", "AnswerError", "PromptTooLongError", "SkippedRowsWarning",
+]
