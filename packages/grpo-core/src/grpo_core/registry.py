@@ -111,8 +111,7 @@ def collect(hook_name: str, kind: str, *, dotted: bool, validate=None) -> Regist
     plugins.load_plugins()
     entries: dict[str, Entry] = {}
     hook = getattr(plugins.pm.hook, hook_name)
-    # pluggy calls the last registered first; register in registration order instead.
-    for impl in reversed(hook.get_hookimpls()):
+    for impl in hook.get_hookimpls():  # in registration order
         info = plugins.plugin_info(impl.plugin_name)
         mine: dict[str, Entry] = {}
 
