@@ -31,7 +31,7 @@ LEVELS: dict[int, Level] = {
     4: Level(("+", "-", "*", "/"), 3, 1000, 20, False),
     5: Level(("+", "-", "*", "/"), 4, 10000, 50, True),
 }
-SPLIT_BUCKETS = {"test": (0,), "validation": (1,), "train": tuple(range(2, 10))}
+SPLIT_BUCKETS = {"train": tuple(range(2, 10)), "validation": (1,), "test": (0,)}
 KINDS = ("mixed", "symbol", "word")
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
@@ -153,7 +153,7 @@ def _word(rng: random.Random, lv: Level) -> tuple[str, Node]:
             b = _randint(rng, 1, lv.max_operand)
             steps.append(_choice(rng, _GAIN).format(b=b))
         elif op == "-":
-            b = _randint(rng, 1, value)
+            b = _randint(rng, 1, min(value, lv.max_operand))
             steps.append(_choice(rng, _LOSS).format(b=b))
         elif op == "*":
             b = _randint(rng, 2, min(lv.max_factor, 5))

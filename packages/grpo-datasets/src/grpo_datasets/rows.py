@@ -23,7 +23,7 @@ def require_columns(ds: datasets.Dataset, columns: list[str], what: str, fix: st
             close = difflib.get_close_matches(c, ds.column_names, n=1, cutoff=0.6)
             hints.append(f"{c!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise ColumnError(
-            f"{what}: column {', '.join(hints)} not found; the data has: "
+            f"{what}: column{'s' if len(hints) > 1 else ''} {', '.join(hints)} not found; the data has: "
             f"{', '.join(repr(c) for c in ds.column_names)}. {fix}"
         )
 

@@ -101,11 +101,25 @@ def _read_files(files: list[str], split: str, shown: str) -> datasets.Dataset:
     builder, kwargs = FORMATS[exts.pop()]
     try:
         return datasets.load_dataset(builder, data_files={split: files}, split=split, **kwargs)
-    except Exception as exc:  # malformed JSON/CSV, schema mismatch between files, ...
+    except Exception as exc:  # malformed JSON/CSV, types that differ between files, ...
+        root = _root_cause(exc)
         raise DatasetFileError(
-            f"cannot read {shown} as {builder}: {type(exc).__name__}: {exc}. "
-            f"Check the file's format (one JSON object per line for .jsonl)."
+            f"cannot read {shown} as {builder}: {type(root).__name__}: {_first_line(root)}. "
+            f"Check the format (.jsonl: one JSON object per line) and that each column has one "
+            f"type in every row and file (e.g. all answers numbers, or all strings)."
         ) from exc
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    seen = set()
+    while (exc.__cause__ or exc.__context__) is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _read_saved(path: str, split: str) -> datasets.Dataset:
@@ -151,10 +165,9 @@ def read_hub(
             "Check the id, config and split names, your network and your token, or pass path= "
             "to a local copy in the same column layout."
         )
-        first_line = (str(exc).strip().splitlines() or [""])[0]
         raise DatasetLoadError(
             f"cannot load {where} split '{split}' from the Hugging Face Hub: "
-            f"{type(exc).__name__}: {first_line}. {hint}"
+            f"{type(exc).__name__}: {_first_line(exc)}. {hint}"
         ) from exc
 
 
