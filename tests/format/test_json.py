@@ -28,7 +28,7 @@ PLAIN = [
     ('Here: ```JSON {"a":1}``` ok', 1.0),
     ('```jsonl\n{"a": 1}\n```', 0.0),  # not a ```json fence, whole text is not JSON
     ('```json\n{"a": 1}\n', 0.0),  # unclosed fence
-    ('<answer>\n```json\n[1, 2]\n```\n</answer>', 1.0),  # fence inside the answer block
+    ("<answer>\n```json\n[1, 2]\n```\n</answer>", 1.0),  # fence inside the answer block
     ('<answer>{"a": 1}</answer> ```json\nnope\n```', 1.0),  # answer block first
     ('The answer is {"a": 1}', 0.0),
     ('{"a": 1} trailing', 0.0),

@@ -61,7 +61,16 @@ def test_misaligned_completion_ids_are_an_error(reward):
 
 @pytest.mark.parametrize(
     "tokens,expected",
-    [(0, 0.0), (80, 0.0), (81, -0.05), (90, -0.5), (99, -0.95), (100, -1.0), (101, -1.0), (10_000, -1.0)],
+    [
+        (0, 0.0),
+        (80, 0.0),
+        (81, -0.05),
+        (90, -0.5),
+        (99, -0.95),
+        (100, -1.0),
+        (101, -1.0),
+        (10_000, -1.0),
+    ],
 )
 def test_soft_overlong_in_tokens(reward, tokens, expected):
     r = reward("length.soft_overlong", max_length=100, cache=20)
@@ -75,7 +84,9 @@ def test_soft_overlong_matches_trl(reward):
     ids = [[1] * n for n in range(0, 131)]
     texts = [""] * len(ids)
     for max_length, cache in [(100, 20), (100, 1), (50, 50), (128, 32)]:
-        ours = reward("length.soft_overlong", max_length=max_length, cache=cache)(texts, completion_ids=ids)
+        ours = reward("length.soft_overlong", max_length=max_length, cache=cache)(
+            texts, completion_ids=ids
+        )
         theirs = get_soft_overlong_punishment(max_length, cache)(completion_ids=ids)
         assert ours == pytest.approx(theirs), (max_length, cache)
 

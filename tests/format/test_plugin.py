@@ -9,9 +9,8 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 import grpo_rewards_format
+import pytest
 
 NAMES = [
     "format.json",
@@ -64,7 +63,12 @@ def test_trl_calling_convention(reward):
     """TRL calls reward_func(prompts=..., completions=..., completion_ids=..., **columns,
     trainer_state=..., log_metric=..., log_extra=...)."""
     completions = [
-        [{"role": "assistant", "content": "<think>plenty of reasoning here</think><answer>{}</answer>"}],
+        [
+            {
+                "role": "assistant",
+                "content": "<think>plenty of reasoning here</think><answer>{}</answer>",
+            }
+        ],
         [{"role": "assistant", "content": "no format at all, just words words words"}],
     ]
     kwargs = dict(
@@ -126,7 +130,12 @@ def test_xml_few_shot_turns_score_full_marks(reward):
     messages = build_prompt("3+3?", text, [example], template)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     shot = messages[2]["content"]
-    for name in ("format.xml_strict", "format.xml_soft", "format.xml_incremental", "format.think_answer"):
+    for name in (
+        "format.xml_strict",
+        "format.xml_soft",
+        "format.xml_incremental",
+        "format.think_answer",
+    ):
         assert reward(name)([shot]) == [1.0], name
     # The layout the prompt spells out is itself a well-formed (if empty-content) answer.
     layout = text[text.index("<think>\n") :]
@@ -171,7 +180,9 @@ def test_hostile_inputs_are_linear_time(reward, name):
 
 
 def test_every_reward_passes_the_core_contract_suite(reward):
-    contract = pytest.importorskip("grpo_core.contract", reason="grpo_core.contract not written yet")
+    contract = pytest.importorskip(
+        "grpo_core.contract", reason="grpo_core.contract not written yet"
+    )
     for name in NAMES:
         for params in ({}, PARAMS[name]):
             results = contract.check_reward(reward(name, **params))

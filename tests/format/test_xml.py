@@ -182,7 +182,8 @@ def test_custom_tags_by_spec_string(register_plugin):
     ],
 )
 @pytest.mark.parametrize(
-    "name", ["format.xml_strict", "format.xml_soft", "format.xml_incremental", "format.think_answer"]
+    "name",
+    ["format.xml_strict", "format.xml_soft", "format.xml_incremental", "format.think_answer"],
 )
 def test_bad_tag_names_are_errors(reward, name, params, message):
     with pytest.raises(ValueError, match=message):

@@ -2,7 +2,8 @@
 
 Registers ``format.*`` (XML layout, JSON answers), ``length.*`` and
 ``repetition.*`` rewards and the ``xml`` system prompt. Importing this module is
-cheap: ``json`` and ``jsonschema`` load only when ``format.json`` first runs.
+cheap: ``json``/``jsonschema`` load when ``format.json`` first runs, ``numpy``
+when ``repetition.ngram`` first meets a long completion.
 """
 
 from __future__ import annotations

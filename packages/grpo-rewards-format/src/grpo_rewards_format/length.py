@@ -71,7 +71,7 @@ def ideal(
     ids_list = aligned_ids(completion_ids, len(completions))
     return [
         max(-1.0, -abs(target - measure(text, ids, unit)) / target)
-        for text, ids in zip(completions, ids_list)
+        for text, ids in zip(completions, ids_list, strict=True)
     ]
 
 
@@ -102,7 +102,7 @@ def soft_overlong(
         raise ValueError(f"cache must be between 0 and max_length={max_length}, got {cache!r}.")
     start = max_length - cache
     out = []
-    for text, ids in zip(completions, aligned_ids(completion_ids, len(completions))):
+    for text, ids in zip(completions, aligned_ids(completion_ids, len(completions)), strict=True):
         length = token_count(text, ids)
         if length <= start:
             out.append(0.0)

@@ -1,10 +1,55 @@
-"""``repetition.ngram``: penalise repeated n-grams (degenerate, looping text)."""
+"""``repetition.ngram``: penalise repeated n-grams (degenerate, looping text).
+
+Counting distinct n-grams is the whole cost. Short sequences use a set of
+tuples; long ones pack each n-gram into one int64 and count distinct values
+after a sort with numpy (imported on first use), about twice as fast at a few
+hundred tokens and far faster on megabyte inputs. Both give identical counts.
+"""
 
 from __future__ import annotations
+
+from array import array
+from itertools import count
 
 from grpo_core import text_reward
 
 from .length import aligned_ids
+
+# Below this many items the numpy call overhead outweighs the tuple hashing it saves.
+NUMPY_MIN_ITEMS = 96
+
+
+def distinct_ngrams_python(items: list, n: int) -> int:
+    return len(set(items) if n == 1 else set(zip(*(items[i:] for i in range(n)), strict=False)))
+
+
+def distinct_ngrams_numpy(items: list, n: int) -> int | None:
+    """Distinct n-grams of non-negative ints by packing each into an int64, or ``None``
+    when the values are not ints or too large to pack exactly."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with datasets/torch
+        return None
+    try:  # array() is the fastest list -> int64 copy and rejects non-ints and overflow
+        a = np.frombuffer(array("q", items), dtype=np.int64)
+    except (TypeError, OverflowError):
+        return None
+    if a.min() < 0:
+        return None
+    bits = 63 // n
+    if int(a.max()) >> bits:
+        # Too wide to pack: renumber by rank (distinct values < len(items)).
+        _, a = np.unique(a, return_inverse=True)
+        if (len(items) - 1) >> bits:
+            return None
+    a = a.astype(np.int64, copy=False)
+    total = len(items) - n + 1
+    keys = a[:total].copy()
+    for j in range(1, n):
+        keys <<= bits
+        keys |= a[j : j + total]
+    keys.sort()
+    return 1 + int(np.count_nonzero(keys[1:] != keys[:-1]))
 
 
 def repeated_fraction(items: list, n: int) -> float:
@@ -12,8 +57,18 @@ def repeated_fraction(items: list, n: int) -> float:
     total = len(items) - n + 1
     if total <= 0:
         return 0.0
-    grams = set(items) if n == 1 else set(zip(*(items[i:] for i in range(n))))
-    return 1.0 - len(grams) / total
+    unique = None
+    if n > 1 and len(items) >= NUMPY_MIN_ITEMS:
+        unique = distinct_ngrams_numpy(items, n)
+    if unique is None:
+        unique = distinct_ngrams_python(items, n)
+    return 1.0 - unique / total
+
+
+def word_ids(text: str) -> list[int]:
+    """Whitespace-separated words as ints (equal words, equal ints), in C-level loops."""
+    index: dict[str, int] = {}
+    return list(map(index.setdefault, text.split(), count()))
 
 
 @text_reward
@@ -40,7 +95,8 @@ def ngram(
     if max_penalty > 0:
         raise ValueError(f"max_penalty must be <= 0 (it is a penalty), got {max_penalty!r}.")
     out = []
-    for text, ids in zip(completions, aligned_ids(completion_ids, len(completions))):
-        scaling = repeated_fraction(ids if ids is not None else text.split(), n)
+    ids_list = aligned_ids(completion_ids, len(completions))
+    for text, ids in zip(completions, ids_list, strict=True):
+        scaling = repeated_fraction(ids if ids is not None else word_ids(text), n)
         out.append(scaling * max_penalty if scaling else 0.0)
     return out

@@ -18,9 +18,7 @@ Tags = tuple[str, str, str, str]
 def _tag_name(value: object, param: str) -> str:
     name = value.strip().strip("<>/").strip() if isinstance(value, str) else ""
     if not name or any(c in "<>/" or c.isspace() for c in name):
-        raise ValueError(
-            f"{param} must be a tag name such as 'think' or '<think>', got {value!r}."
-        )
+        raise ValueError(f"{param} must be a tag name such as 'think' or '<think>', got {value!r}.")
     return name
 
 
