@@ -66,7 +66,7 @@ def test_example_plugin_is_found_by_name_once_installed():
     assert [r["name"] for r in json.loads(out.stdout)] == ["acme.brevity"]
     check = run_grpo(["rewards", "check", "acme.brevity", "--max_chars", "50"], plugins="grpo-acme")
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "8 passed, 0 failed" in check.stdout
+    assert "9 passed, 0 failed" in check.stdout
 
 
 def test_example_plugin_reward_trains_by_name(tiny_model, tmp_path, monkeypatch):
@@ -95,4 +95,4 @@ def test_example_plugins_own_tests_pass():
                          capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, GRPO_PLUGINS=""), cwd=EXAMPLE)
     assert out.returncode == 0, out.stdout[-2000:]
-    assert "9 passed" in out.stdout
+    assert "10 passed" in out.stdout

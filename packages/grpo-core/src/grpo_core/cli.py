@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except GrpoError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `grpo rewards list | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130

@@ -85,10 +85,10 @@ def _columns_for(func: Callable, n: int, columns: dict | None) -> dict[str, list
     return out
 
 
-def _call(func: Callable, completions: list, columns: dict | None) -> Any:
+def _call(func: Callable, completions: list, columns: dict | None, with_ids: bool = True) -> Any:
     n = len(completions)
     prompts = [[{"role": "user", "content": "What is 6 * 7?"}]] * n
-    ids = [[1, 2, 3][: (i % 3) + 1] for i in range(n)]
+    ids = [[1, 2, 3][: (i % 3) + 1] for i in range(n)] if with_ids else None
     kwargs = dict(
         prompts=prompts,
         completion_ids=ids,
@@ -145,6 +145,9 @@ def check_reward(
     def plain():
         return _values_problem(_call(func, ["The answer is 42.", "I am not sure."], columns), 2)
 
+    def without_ids():  # `grpo score` has text but no token ids
+        return _values_problem(_call(func, ["The answer is 42.", ""], columns, with_ids=False), 2)
+
     def empty_batch():
         return _values_problem(_call(func, [], columns), 0)
 
@@ -195,6 +198,7 @@ def check_reward(
         ("has a name", named),
         ("plain completions", plain),
         ("empty batch", empty_batch),
+        ("no completion_ids", without_ids),
         ("conversational completions", conversational),
         ("hostile text", hostile),
         ("deterministic", deterministic),
@@ -246,6 +250,9 @@ class RewardContract:
 
     def test_empty_batch(self):
         self._assert("empty batch")
+
+    def test_no_completion_ids(self):
+        self._assert("no completion_ids")
 
     def test_conversational_completions(self):
         self._assert("conversational completions")

@@ -1,0 +1,136 @@
+"""Scoring completions with composed rewards outside training, as TRL would call
+them, plus the statistics that tell whether rewards give a learning signal
+(used by ``grpo score``, ``grpo preflight`` and ``grpo eval``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass
+class RewardStats:
+    """Running statistics of one reward's values (``None`` counted apart)."""
+
+    name: str
+    n: int = 0
+    none: int = 0
+    zeros: int = 0
+    total: float = 0.0
+    total_sq: float = 0.0
+    low: float = math.inf
+    high: float = -math.inf
+
+    def add(self, values: Sequence[float | None]) -> None:
+        for v in values:
+            self.n += 1
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                self.none += 1
+                continue
+            v = float(v)
+            self.total += v
+            self.total_sq += v * v
+            self.low = min(self.low, v)
+            self.high = max(self.high, v)
+            if v == 0.0:
+                self.zeros += 1
+
+    @property
+    def scored(self) -> int:
+        return self.n - self.none
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.scored if self.scored else math.nan
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation of the scored values."""
+        if not self.scored:
+            return math.nan
+        var = self.total_sq / self.scored - self.mean**2
+        return math.sqrt(max(var, 0.0))
+
+    def as_dict(self) -> dict[str, Any]:
+        scored = self.scored
+        return {
+            "reward": self.name,
+            "n": self.n,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.low if scored else math.nan,
+            "max": self.high if scored else math.nan,
+            "none_share": self.none / self.n if self.n else math.nan,
+            "zero_share": self.zeros / self.n if self.n else math.nan,
+        }
+
+
+@dataclass
+class GroupStats:
+    """Share of groups of G consecutive completions whose total reward has zero
+    spread: GRPO's advantage is 0 for every member, so they teach nothing."""
+
+    size: int
+    groups: int = 0
+    flat: int = 0
+    _pending: list = field(default_factory=list)
+
+    def add(self, totals: Sequence[float]) -> None:
+        self._pending.extend(totals)
+        while len(self._pending) >= self.size:
+            group, self._pending = self._pending[: self.size], self._pending[self.size :]
+            self.groups += 1
+            if max(group) - min(group) <= 1e-9:
+                self.flat += 1
+
+    @property
+    def leftover(self) -> int:
+        return len(self._pending)
+
+    @property
+    def flat_share(self) -> float:
+        return self.flat / self.groups if self.groups else math.nan
+
+
+def call_reward(reward, completions: list, columns: dict[str, list], prompts: list | None = None,
+                completion_ids: list | None = None) -> list[float | None]:
+    """Call ``reward`` exactly as TRL does (keywords only, every column)."""
+    values = reward(
+        prompts=prompts if prompts is not None else [None] * len(completions),
+        completions=completions,
+        completion_ids=completion_ids,
+        trainer_state=None,
+        log_metric=lambda *a, **k: None,
+        log_extra=lambda *a, **k: None,
+        **columns,
+    )
+    if hasattr(values, "__await__"):
+        import asyncio
+
+        values = asyncio.run(_await(values))
+    values = list(values)
+    if len(values) != len(completions):
+        raise ValueError(
+            f"reward '{getattr(reward, '__name__', reward)}' returned {len(values)} values for "
+            f"{len(completions)} completions"
+        )
+    return values
+
+
+async def _await(coro):
+    return await coro
+
+
+def weighted_totals(per_reward: list[list[float | None]], weights: Sequence[float]) -> list[float]:
+    """TRL's total: the weighted sum with ``None`` treated as missing (nansum)."""
+    n = len(per_reward[0]) if per_reward else 0
+    totals = []
+    for i in range(n):
+        s = 0.0
+        for values, w in zip(per_reward, weights):
+            v = values[i]
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                s += w * float(v)
+        totals.append(s)
+    return totals

@@ -1,0 +1,109 @@
+"""`grpo score`: per-reward statistics, per-line output and zero-spread groups,
+checked against values worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+import json
+import types
+
+import pytest
+
+import grpo_core
+from grpo_core.cli import main
+
+
+def chars(completions, **kwargs):
+    return [float(len(grpo_core.completion_text(c))) for c in completions]
+
+
+def matches(completions, answer, **kwargs):
+    # None when the gold is empty: "no opinion"
+    return [None if not a else float(grpo_core.completion_text(c) == a) for c, a in zip(completions, answer)]
+
+
+@pytest.fixture
+def toy(register_plugin):
+    mod = types.ModuleType("score_toy")
+
+    @grpo_core.hookimpl
+    def register_rewards(register):
+        register("toy.chars", chars)
+        register("toy.match", matches)
+
+    mod.register_rewards = register_rewards
+    register_plugin(mod, name="toy")
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+ROWS = [
+    {"completion": "ab", "answer": "ab"},                                    # chars 2, match 1
+    {"completion": [{"role": "assistant", "content": "abcd"}], "answer": "x"},  # chars 4, match 0
+    {"completion": "", "answer": ""},                                         # chars 0, match None
+    {"completion": "abcdef", "answer": "abcdef"},                            # chars 6, match 1
+]
+
+
+def test_summary_statistics(toy, tmp_path, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", ROWS)
+    assert main(["score", "--rewards", "toy.chars:0.5", "toy.match:2", "--input", str(src),
+                 "--json", "--group-size", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ch, m = out["rewards"]
+    # chars: 2, 4, 0, 6 -> mean 3, population std sqrt(5), one zero
+    assert ch["mean"] == 3.0 and ch["std"] == pytest.approx(5 ** 0.5)
+    assert (ch["min"], ch["max"], ch["zero_share"], ch["none_share"]) == (0.0, 6.0, 0.25, 0.0)
+    # match: 1, 0, None, 1 -> mean over scored 2/3; None share 1/4; zero share 1/4
+    assert m["mean"] == pytest.approx(2 / 3)
+    assert (m["none_share"], m["zero_share"]) == (0.25, 0.25)
+    # totals: 0.5*2+2*1=3, 0.5*4+0=2, 0+None->0, 0.5*6+2=5 ; groups (3,2) and (0,5): none flat
+    assert out["total"]["mean"] == pytest.approx(2.5)
+    assert out["groups"] == {"size": 2, "count": 2, "zero_spread": 0, "zero_spread_share": 0.0,
+                             "incomplete_lines": 0}
+
+
+def test_zero_spread_groups_are_counted(toy, tmp_path, capsys):
+    rows = [{"completion": "aa", "answer": "a"}, {"completion": "bb", "answer": "b"},   # 2, 2 -> flat
+            {"completion": "c", "answer": "c"}, {"completion": "dd", "answer": "d"},    # 1, 2 -> spread
+            {"completion": "e", "answer": "e"}]                                        # leftover
+    src = write_jsonl(tmp_path / "c.jsonl", rows)
+    assert main(["score", "--rewards", "toy.chars", "--input", str(src), "--group-size", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "groups of 2: 1/2 (50.0%) have zero spread" in text
+    assert "1 trailing lines do not fill a group" in text
+
+
+def test_per_line_output_jsonl_and_csv(toy, tmp_path):
+    src = write_jsonl(tmp_path / "c.jsonl", ROWS)
+    assert main(["score", "--rewards", "toy.chars", "toy.match", "--input", str(src),
+                 "--output", str(tmp_path / "s.jsonl")]) == 0
+    lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert lines[2] == {"line": 3, "toy.chars": 0.0, "toy.match": None, "total": 0.0}
+    assert main(["score", "--rewards", "toy.match", "--input", str(src), "--output", str(tmp_path / "s.csv")]) == 0
+    table = list(csv.reader((tmp_path / "s.csv").open()))
+    assert table[0] == ["line", "toy.match", "total"]
+    assert table[1:] == [["1", "1.0", "1.0"], ["2", "0.0", "0.0"], ["3", "", "0.0"], ["4", "1.0", "1.0"]]
+
+
+def test_missing_column_is_a_clear_error(toy, tmp_path, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", [{"completion": "a", "answer": "a"}, {"completion": "b"}])
+    assert main(["score", "--rewards", "toy.match", "--input", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "reward 'toy.match' needs the column 'answer'" in err
+    assert "line 2 has only: completion" in err
+
+
+def test_bad_lines_are_clear_errors(toy, tmp_path, capsys):
+    src = tmp_path / "c.jsonl"
+    src.write_text('{"completion": "a"}\nnot json\n')
+    assert main(["score", "--rewards", "toy.chars", "--input", str(src)]) == 2
+    assert "c.jsonl:2 is not valid JSON" in capsys.readouterr().err
+    src.write_text('{"text": "a"}\n')
+    assert main(["score", "--rewards", "toy.chars", "--input", str(src)]) == 2
+    assert "c.jsonl:1 has no 'completion' field" in capsys.readouterr().err
+    assert main(["score", "--rewards", "toy.chars", "--input", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
