@@ -1,6 +1,5 @@
-from grpo_core.contract import RewardContract
-
 import grpo_acme
+from grpo_core.contract import RewardContract
 
 
 class TestBrevityContract(RewardContract):

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .data import build_prompt, build_prompts, check_columns, list_datasets, list_system_prompts, load_dataset
+from .data import (
+    build_prompt,
+    build_prompts,
+    check_columns,
+    list_datasets,
+    list_system_prompts,
+    load_dataset,
+)
 from .errors import (
     DuplicateNameError,
     GrpoError,

@@ -21,8 +21,9 @@ import math
 import pickle
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 HOSTILE_TEXTS: tuple[str, ...] = (
     "",

@@ -6,7 +6,8 @@ tasks, ``answer``); the core, not the adapter, builds TRL's ``prompt`` column.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import registry
 from .errors import GrpoError, MissingColumnError, RegistryError

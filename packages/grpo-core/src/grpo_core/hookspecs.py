@@ -7,7 +7,7 @@ registered, so a plugin never sees the registry itself.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pluggy
 

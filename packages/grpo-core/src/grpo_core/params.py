@@ -10,7 +10,8 @@ import difflib
 import inspect
 import types
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import RewardParamError
 
@@ -21,7 +22,7 @@ TRL_KWARGS = frozenset(
 
 
 def signature_of(func: Callable) -> inspect.Signature:
-    target = func.__call__ if not inspect.isroutine(func) and hasattr(func, "__call__") else func
+    target = func.__call__ if not inspect.isroutine(func) and callable(func) else func
     try:
         return inspect.signature(target)
     except (TypeError, ValueError):

@@ -10,8 +10,9 @@ import ast
 import inspect
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from . import registry
 from .errors import SpecError
@@ -70,7 +71,7 @@ class AsyncReward(Reward):
 
 
 def _target(func: Callable) -> Callable:
-    return func if inspect.isroutine(func) or not hasattr(func, "__call__") else func.__call__
+    return func if inspect.isroutine(func) or not callable(func) else func.__call__
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ them, plus the statistics that tell whether rewards give a learning signal
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass
