@@ -1,0 +1,39 @@
+"""The plugin author's guide documents every hook with its exact signature, and the
+example plugin in examples/ is exactly the code the guide shows."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from grpo_core import hookspecs
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = (ROOT / "docs" / "writing-plugins.md").read_text()
+
+HOOKS = [(name, fn) for name, fn in vars(hookspecs).items()
+         if inspect.isfunction(fn) and hasattr(fn, "grpo_spec")]
+
+
+def test_there_are_hooks_to_document():
+    assert {name for name, _ in HOOKS} >= {"register_rewards", "register_datasets"}
+
+
+@pytest.mark.parametrize("name, fn", HOOKS, ids=[n for n, _ in HOOKS])
+def test_every_hook_is_documented_with_its_exact_signature(name, fn):
+    params = ", ".join(inspect.signature(fn).parameters)
+    assert f"### `{name}({params})`" in GUIDE
+
+
+def test_guide_code_is_the_example_plugins_code():
+    blocks = re.findall(r"`(examples/[^`]+)`:\n\n```\w*\n(.*?)\n```", GUIDE, re.S)
+    assert {path for path, _ in blocks} == {
+        "examples/grpo-acme/pyproject.toml",
+        "examples/grpo-acme/src/grpo_acme/__init__.py",
+        "examples/grpo-acme/tests/test_brevity.py",
+    }
+    for path, code in blocks:
+        assert (ROOT / path).read_text().rstrip() == code, f"{path} differs from the guide"
