@@ -7,6 +7,7 @@ import re
 from fractions import Fraction
 
 import pytest
+
 from grpo_core import RewardParamError
 from grpo_datasets import DatasetError, SplitError
 
@@ -110,8 +111,10 @@ def test_kinds(load):
 def test_bad_parameters_are_clear(load):
     with pytest.raises(SplitError, match="train, validation, test"):
         load("arithmetic", split="dev")
-    with pytest.raises(DatasetError, match="level must be one of"):
+    with pytest.raises(DatasetError, match=r"level must be one of \[1, 2, 3, 4, 5\].*got 6"):
         load("arithmetic", level=6)
+    with pytest.raises(DatasetError, match=r"got \['1'\]"):
+        load("arithmetic", level=["1"])
     with pytest.raises(RewardParamError, match="'size' expects int"):
         load("arithmetic", size="100")  # checked by the core against the signature
     with pytest.raises(RewardParamError, match="no parameter 'levels'.*did you mean 'level'"):

@@ -3,6 +3,7 @@ r"""Gold-answer extraction: GSM8K '#### n' and MATH's last \boxed{...}."""
 from __future__ import annotations
 
 import pytest
+
 from grpo_datasets import gsm8k_answer, last_boxed
 from grpo_datasets.extract import split_gsm8k
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from grpo_datasets import AnswerError, ColumnError, EmptyDatasetError, SkippedRowsWarning
+
+from grpo_datasets import (
+    AnswerError,
+    ColumnError,
+    DatasetFileError,
+    EmptyDatasetError,
+    SkippedRowsWarning,
+)
 
 ROWS = [
     {
@@ -57,6 +64,8 @@ def test_hub_layout_folder_with_config_and_split(load, gsm8k_dir):
     socratic = load("gsm8k", path=str(gsm8k_dir), config="socratic")
     assert socratic["question"][0].startswith("(socratic)")
     assert len(socratic) == 2
+    with pytest.raises(DatasetFileError, match=r"no folder for config 'mian'.*main, socratic"):
+        load("gsm8k", path=str(gsm8k_dir), config="mian")
 
 
 def test_split_slices_limit_and_shuffle(load, gsm8k_dir):

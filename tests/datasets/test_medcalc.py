@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from grpo_datasets import AnswerError, ColumnError, EmptyDatasetError
 
 
@@ -68,6 +69,15 @@ def test_question_is_note_plus_question_and_limits_pass_through(load, medcalc):
     assert (ds[2]["lower"], ds[2]["upper"]) == (None, None)
     for gone in ("Patient Note", "Question", "Ground Truth Answer", "Lower Limit", "Upper Limit"):
         assert gone not in ds.column_names
+
+
+def test_hub_snapshot_with_the_same_split_twice_reads_the_parquet(write, load, medcalc):
+    # the repository also carries CSV copies and metadata; the parquet files win, nothing doubles
+    write.csv(medcalc / "train_data.csv", [{**ROWS[0], "Ground Truth Answer": "csv copy"}])
+    (medcalc / "dataset_infos.json").write_text("{}")
+    (medcalc / ".cache").mkdir()
+    write.parquet(medcalc / ".cache" / "train-junk.parquet", [{"junk": 1}])
+    assert load("medcalc", path=str(medcalc))["answer"] == ["88.889", "4", "02/07/2024"]
 
 
 def test_split_and_filters(load, medcalc):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import grpo_core
 import pytest
+
+import grpo_core
 from grpo_datasets import (
     ColumnError,
     DatasetError,

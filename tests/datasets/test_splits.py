@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from grpo_datasets import SplitError, parse_split
 from grpo_datasets.splits import SplitPart
 

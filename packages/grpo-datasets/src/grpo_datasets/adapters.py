@@ -19,6 +19,7 @@ from .rows import (
     drop_bad_rows,
     require_columns,
     shuffle_limit,
+    values,
 )
 from .sources import load_source
 from .splits import load_split
@@ -117,6 +118,16 @@ def _as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+def _levels(value, allowed, what) -> set[int]:
+    """``3`` or ``[1, 2]`` as a set of levels; anything else is an error naming the value."""
+    items = _as_list(value)
+    if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v in allowed for v in items):
+        raise DatasetError(
+            f"{what}: level must be one of {sorted(allowed)} or a list of them, got {value!r}."
+        )
+    return set(items)
+
+
 def _math_batch(batch):
     n = len(batch["problem"])
     subjects = batch.get("type") or batch.get("subject") or [None] * n
@@ -150,9 +161,7 @@ def math(
 ) -> datasets.Dataset:
     r"""Competition MATH: answer = the last \boxed{...} of the solution; filter by level, subject."""
     what = "dataset 'math'"
-    levels = None if level is None else {int(v) for v in _as_list(level)}
-    if levels is not None and not levels <= {1, 2, 3, 4, 5}:
-        raise DatasetError(f"{what}: level must be 1..5 (or a list of them), got {level!r}.")
+    levels = None if level is None else _levels(level, {1, 2, 3, 4, 5}, what)
     subjects = None if subject is None else {_slug(s) for s in _as_list(subject)}
     common = dict(what=what, split=split, dataset_id=dataset_id, path=path,
                   revision=revision, trust_remote_code=trust_remote_code)
@@ -267,8 +276,8 @@ def medcalc(
     if calculator is not None:
         require_columns(ds, ["calculator"], what, "Filtering by calculator needs 'Calculator Name'.")
         wanted = {str(c).strip().lower() for c in _as_list(calculator)}
-        ids = ds["calculator_id"] if "calculator_id" in ds.column_names else [None] * len(ds)
-        keep = [i for i, (name, cid) in enumerate(zip(ds["calculator"], ids, strict=True))
+        ids = values(ds, "calculator_id") if "calculator_id" in ds.column_names else [None] * len(ds)
+        keep = [i for i, (name, cid) in enumerate(zip(values(ds, "calculator"), ids, strict=True))
                 if str(name).strip().lower() in wanted or (cid is not None and str(cid) in wanted)]
         ds = ds.select(keep)
         check_not_empty(ds, what, f"no row has calculator {calculator!r}",
@@ -447,11 +456,7 @@ def arithmetic(
     import datasets
 
     what = "dataset 'arithmetic'"
-    levels = sorted({int(v) for v in _as_list(level)})
-    if not levels or not set(levels) <= set(_arith.LEVELS):
-        raise DatasetError(
-            f"{what}: level must be one of {sorted(_arith.LEVELS)} or a list of them, got {level!r}."
-        )
+    levels = sorted(_levels(level, set(_arith.LEVELS), what))
     if kind not in _arith.KINDS:
         raise DatasetError(f"{what}: kind must be one of {', '.join(_arith.KINDS)}, got {kind!r}.")
     if size < 1:

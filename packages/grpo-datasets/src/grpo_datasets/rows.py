@@ -28,6 +28,11 @@ def require_columns(ds: datasets.Dataset, columns: list[str], what: str, fix: st
         )
 
 
+def values(ds: datasets.Dataset, column: str) -> list:
+    """A column as a list in one Arrow conversion (``ds[column]`` iterates row by row: 100x slower)."""
+    return ds.select_columns([column])[:][column]
+
+
 def as_text(value: Any) -> str | None:
     """A gold answer as text; ``None`` for missing ones (never an empty string)."""
     if value is None:
@@ -91,10 +96,10 @@ def drop_bad_rows(
     """
     if bad_answers not in BAD_ANSWERS:
         raise DatasetError(f"{what}: bad_answers must be 'skip' or 'error', got {bad_answers!r}.")
-    no_question = [i for i, q in enumerate(ds["question"]) if q is None or not str(q).strip()]
+    no_question = [i for i, q in enumerate(values(ds, "question")) if q is None or not str(q).strip()]
     no_answer = []
     if "answer" in ds.column_names:
-        no_answer = [i for i, a in enumerate(ds["answer"]) if a is None or not str(a).strip()]
+        no_answer = [i for i, a in enumerate(values(ds, "answer")) if a is None or not str(a).strip()]
     if not no_question and not no_answer:
         return ds
     problems = []
@@ -129,6 +134,6 @@ def shuffle_limit(ds: datasets.Dataset, shuffle: bool, seed: int, limit: int | N
 
 
 __all__ = [
-    "BAD_ANSWERS", "require_columns", "as_text", "apply_filters", "check_not_empty",
+    "BAD_ANSWERS", "values", "require_columns", "as_text", "apply_filters", "check_not_empty",
     "drop_bad_rows", "shuffle_limit",
 ]

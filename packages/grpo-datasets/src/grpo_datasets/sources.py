@@ -30,6 +30,9 @@ FORMATS = {
     ".arrow": ("arrow", {}),
 }
 _SAVED_MARKERS = ("dataset_dict.json", "state.json")
+_METADATA = {"dataset_infos.json", "dataset_info.json", "dataset_dict.json", "state.json"}
+# a Hub snapshot may hold the same split twice (data/train-*.parquet and train_data.csv)
+_PREFERENCE = ("parquet", "arrow", "json", "csv")
 
 
 def _ext(path: str) -> str:
@@ -47,7 +50,8 @@ def _expand(path: str) -> list[str]:
     if os.path.isdir(path):
         files = sorted(
             str(f) for f in Path(path).rglob("*")
-            if f.is_file() and f.suffix.lower() in FORMATS and not any(p.startswith(".") for p in f.parts)
+            if f.is_file() and f.suffix.lower() in FORMATS and f.name not in _METADATA
+            and not any(p.startswith(".") for p in f.relative_to(path).parts)
         )
         if not files:
             raise DatasetFileError(
@@ -68,8 +72,14 @@ def _split_files(files: list[str], root: str, split: str, config: str | None) ->
     rel = {f: os.path.relpath(f, root).replace(os.sep, "/") for f in files}
     if config:
         in_config = [f for f in files if config in rel[f].split("/")[:-1]]
+        tops = {rel[f].split("/")[0] for f in files if "/" in rel[f]} - {"data"}
         if in_config:
             files = in_config
+        elif tops and all("/" in rel[f] for f in files):  # folders per config, not this one
+            raise DatasetFileError(
+                f"no folder for config {config!r} under {root!r}; it has: {', '.join(sorted(tops))}. "
+                f"Pass config= one of them, or point path= at the data files."
+            )
     word = re.compile(rf"(^|[/_.-]){re.escape(split)}([/_.-]|$)")
     chosen = [f for f in files if word.search(rel[f])]
     if not chosen:
@@ -80,6 +90,10 @@ def _split_files(files: list[str], root: str, split: str, config: str | None) ->
             f"no data file for split {split!r} under {root!r} (files: {shown}). Name the files "
             f"after their split (train.jsonl, test-00000.parquet) or point path= at one file."
         )
+    builders = {FORMATS[_ext(f)][0] for f in chosen}
+    if len(builders) > 1:
+        keep = next(b for b in _PREFERENCE if b in builders)
+        chosen = [f for f in chosen if FORMATS[_ext(f)][0] == keep]
     return chosen
 
 
