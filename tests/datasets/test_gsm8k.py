@@ -82,8 +82,9 @@ def test_split_slices_limit_and_shuffle(load, gsm8k_dir):
 def test_row_without_marker_is_a_counted_skip_or_an_error(write, load, tmp_path):
     rows = ROWS[:2] + [{"question": "Broken row?", "answer": "The answer is 7."}]
     path = write.jsonl(tmp_path / "train.jsonl", rows)
-    with pytest.warns(SkippedRowsWarning, match=r"skipped 1 of 3 rows.*row 2.*The answer is 7"):
+    with pytest.warns(SkippedRowsWarning, match=r"skipped 1 of 3 rows.*in 'answer'.*row 2.*The answer is 7") as caught:
         ds = load("gsm8k", path=str(path))
+    assert caught[0].filename == __file__  # points at the caller's line, not inside grpo
     assert ds["answer"] == ["72", "1234"]
     assert "" not in ds["answer"]
     with pytest.raises(AnswerError, match=r"1 of 3 rows.*'####"):

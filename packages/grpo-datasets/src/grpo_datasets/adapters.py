@@ -34,8 +34,8 @@ Extract = Literal["gsm8k", "boxed"]
 SOURCE = "_source"  # the raw gold text, kept until bad rows are reported, then dropped
 
 
-def _finish(ds, *, what, bad_answers, fix, shuffle, seed, limit, source_column=SOURCE):
-    ds = drop_bad_rows(ds, bad_answers, what, source_column, fix)
+def _finish(ds, *, what, bad_answers, fix, shuffle, seed, limit, label, source_column=SOURCE):
+    ds = drop_bad_rows(ds, bad_answers, what, source_column, fix, label)
     if SOURCE in ds.column_names:
         ds = ds.remove_columns(SOURCE)
     return shuffle_limit(ds, shuffle, seed, limit, what)
@@ -83,7 +83,7 @@ def gsm8k(
     ds = ds.map(_gsm8k_batch, batched=True, desc="Extracting GSM8K answers")
     return _finish(
         ds, what=what, bad_answers=bad_answers, fix="Its text has no '#### <number>' line.",
-        shuffle=shuffle, seed=seed, limit=limit,
+        shuffle=shuffle, seed=seed, limit=limit, label="answer",
     )
 
 
@@ -194,7 +194,7 @@ def math(
             f"Subjects are like {', '.join(HENDRYCKS_CONFIGS)} (any case, spaces or '&' allowed).",
         )
     return _finish(
-        ds, what=what, bad_answers=bad_answers, source_column="solution",
+        ds, what=what, bad_answers=bad_answers, source_column="solution", label="solution",
         fix=r"Its solution has no complete \boxed{...}.", shuffle=shuffle, seed=seed, limit=limit,
     )
 
@@ -294,7 +294,7 @@ def medcalc(
         check_not_empty(ds, what, "no row has a numeric answer", "Drop numeric_only.")
     return _finish(
         ds, what=what, bad_answers=bad_answers, fix="Its 'Ground Truth Answer' is empty.",
-        shuffle=shuffle, seed=seed, limit=limit,
+        shuffle=shuffle, seed=seed, limit=limit, label="Ground Truth Answer",
     )
 
 
@@ -366,7 +366,7 @@ def _map_fields(ds, *, what, question_field, answer_field, question_template, ex
     return _finish(
         ds, what=what, bad_answers=bad_answers,
         fix=_EXTRACT_FIX[extract] + (f" Check answer_field={answer_field!r}." if answer_field else ""),
-        shuffle=shuffle, seed=seed, limit=limit,
+        shuffle=shuffle, seed=seed, limit=limit, label=answer_field or "question",
     )
 
 

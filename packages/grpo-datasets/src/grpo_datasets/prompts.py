@@ -7,7 +7,6 @@ every prompt exactly as ``GRPOTrainer`` tokenizes it, before any model loads.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,8 +15,8 @@ from .errors import (
     DatasetError,
     EmptyDatasetError,
     PromptTooLongError,
-    SkippedRowsWarning,
 )
+from .rows import warn_skipped
 
 if TYPE_CHECKING:
     import datasets
@@ -122,11 +121,9 @@ def prompt_lengths(
         bad = set(over)
         dataset = dataset.select([i for i in range(len(lengths)) if i not in bad])
         dropped = len(over)
-        warnings.warn(
+        warn_skipped(
             f"dropped {dropped} of {len(lengths)} prompts longer than max_length={max_length} tokens "
-            f"(longest {max(lengths)}).",
-            SkippedRowsWarning,
-            stacklevel=2,
+            f"(longest {max(lengths)})."
         )
     import statistics
 

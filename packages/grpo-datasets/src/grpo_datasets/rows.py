@@ -82,17 +82,29 @@ def check_not_empty(ds: datasets.Dataset, what: str, why: str, fix: str) -> None
         raise EmptyDatasetError(f"{what}: no rows left: {why}. {fix}")
 
 
+def warn_skipped(message: str) -> None:
+    """Warn, attributed to the first caller outside grpo (the line that asked for the data)."""
+    import sys
+
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame that called warn_skipped
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(("grpo_datasets", "grpo_core")):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, SkippedRowsWarning, stacklevel=level)
+
+
 def _shown(value) -> str:
     text = str(value)
     return repr(text if len(text) <= 160 else text[:157] + "...")
 
 
 def drop_bad_rows(
-    ds: datasets.Dataset, bad_answers: str, what: str, source_column: str, fix: str
+    ds: datasets.Dataset, bad_answers: str, what: str, source_column: str, fix: str,
+    source_label: str | None = None,
 ) -> datasets.Dataset:
     """Rows with an empty question or a ``None`` answer: an error or a counted, reported skip.
 
-    ``source_column`` holds the text the answer was extracted from, shown in the message.
+    ``source_column`` holds the text the answer was extracted from, shown in the message
+    under the name the user knows, ``source_label``.
     """
     if bad_answers not in BAD_ANSWERS:
         raise DatasetError(f"{what}: bad_answers must be 'skip' or 'error', got {bad_answers!r}.")
@@ -106,7 +118,7 @@ def drop_bad_rows(
     if no_answer:
         i = no_answer[0]
         problems.append(
-            f"{len(no_answer)} of {len(ds)} rows have no usable gold answer in {source_column!r} "
+            f"{len(no_answer)} of {len(ds)} rows have no usable gold answer in {source_label or source_column!r} "
             f"(first: row {i}, {_shown(ds[i][source_column]) if source_column in ds.column_names else ''}). {fix}"
         )
     if no_question:
@@ -117,7 +129,7 @@ def drop_bad_rows(
     bad = set(no_question) | set(no_answer)
     if len(bad) == len(ds):
         raise EmptyDatasetError(f"{what}: every row would be dropped: {detail}")
-    warnings.warn(f"{what}: skipped {len(bad)} of {len(ds)} rows: {detail}", SkippedRowsWarning, stacklevel=4)
+    warn_skipped(f"{what}: skipped {len(bad)} of {len(ds)} rows: {detail}")
     return ds.select([i for i in range(len(ds)) if i not in bad])
 
 
@@ -135,5 +147,5 @@ def shuffle_limit(ds: datasets.Dataset, shuffle: bool, seed: int, limit: int | N
 
 __all__ = [
     "BAD_ANSWERS", "values", "require_columns", "as_text", "apply_filters", "check_not_empty",
-    "drop_bad_rows", "shuffle_limit",
+    "drop_bad_rows", "shuffle_limit", "warn_skipped",
 ]
