@@ -42,6 +42,7 @@ def main(argv=None) -> int:
 
     t = time.perf_counter()
     import datasets
+
     import grpo_core
 
     datasets.disable_progress_bars()
