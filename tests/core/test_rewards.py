@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import sys
 import types
+from typing import Literal
 
 import pytest
 
@@ -233,3 +234,17 @@ def test_importing_grpo_core_loads_nothing_heavy():
     code = "import grpo_core, sys; print(sorted(m for m in ('torch','trl','datasets','transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+def literal_reward(completions, unit: Literal["chars", "words"] = "chars", n: int = 1,
+                   ds: NotImportable = None, **kwargs):  # noqa: F821
+    return [0.0 for _ in completions]
+
+
+def test_unresolvable_annotation_does_not_switch_off_other_checks(register_plugin):
+    register_plugin(make_plugin("lit_mod", {"acme.lit": literal_reward}), name="lit")
+    with pytest.raises(RewardParamError, match="parameter 'n' expects int, got str 'x'"):
+        grpo_core.get_reward("acme.lit", n="x")
+    with pytest.raises(RewardParamError, match="parameter 'unit' expects one of 'chars', 'words', got str 'lines'"):
+        grpo_core.get_reward("acme.lit", unit="lines")
+    assert grpo_core.get_reward("acme.lit", unit="words", ds=object()).params["unit"] == "words"

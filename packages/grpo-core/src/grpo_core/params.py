@@ -50,11 +50,27 @@ def split_signature(
 
 
 def _hints(func: Callable) -> dict[str, Any]:
+    """Resolved annotations, one parameter at a time: one annotation that cannot be
+    resolved (a type imported only for type checking) must not switch off the
+    checks of the others."""
     target = getattr(func, "__wrapped__", func)
+    if not inspect.isroutine(target) and callable(target):
+        target = target.__call__
     try:
         return typing.get_type_hints(target)
     except Exception:
-        return {}
+        pass
+    out: dict[str, Any] = {}
+    namespace = getattr(target, "__globals__", {})
+    for name, ann in getattr(target, "__annotations__", {}).items():
+        if not isinstance(ann, str):
+            out[name] = ann
+            continue
+        try:  # the plugin's own source annotation, resolved as typing would
+            out[name] = eval(ann, dict(namespace))  # noqa: S307
+        except Exception:
+            continue
+    return out
 
 
 _SIMPLE = (bool, int, float, str, list, dict, tuple)
@@ -87,6 +103,8 @@ def _accepts(expected: Any, value: Any) -> bool | None:
 
 
 def _type_name(expected: Any) -> str:
+    if typing.get_origin(expected) is typing.Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(expected))
     return getattr(expected, "__name__", None) or str(expected).replace("typing.", "")
 
 

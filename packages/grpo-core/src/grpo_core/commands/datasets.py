@@ -42,11 +42,20 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from ..data import build_prompts, load_dataset
+    import datasets
 
+    from .. import registry
+    from ..data import build_prompts, load_dataset
+    from ..params import split_signature
+
+    datasets.disable_progress_bars()
     params = parse_key_values(args.extra, "grpo datasets show")
-    params.setdefault("limit", args.limit + args.few_shot)
+    loader_params, _, _ = split_signature(registry.datasets().get(args.name).obj)
+    if "limit" in loader_params:
+        params.setdefault("limit", args.limit + args.few_shot)
     ds = load_dataset(args.name, split=args.split, **params)
+    if len(ds) > args.limit + args.few_shot:
+        ds = ds.select(range(args.limit + args.few_shot))
     ds = build_prompts(ds, system_prompt=args.system_prompt, few_shot=args.few_shot)
     rows = [ds[i] for i in range(min(args.limit, len(ds)))]
     if args.json:
