@@ -1,10 +1,39 @@
-"""`grpo merge`."""
+"""`grpo merge ADAPTER_DIR --output DIR`: merge a LoRA adapter into its base model."""
 
 from __future__ import annotations
 
-from . import not_yet
+from pathlib import Path
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("merge", help="(not implemented yet)")
-    p.set_defaults(func=not_yet("merge"), accepts_extra=True)
+    p = sub.add_parser("merge", help="merge a LoRA adapter into its base model and save model + tokenizer")
+    p.add_argument("adapter", type=Path, help="directory with adapter_config.json (a grpo train output)")
+    p.add_argument("--output", type=Path, required=True, help="where to save the merged model")
+    p.add_argument("--base", default=None, help="base model (default: the one the adapter names)")
+    p.add_argument("--dtype", default="auto", help="dtype to save in (auto, float32, bfloat16, float16)")
+    p.set_defaults(func=run)
+
+
+def merge_adapter(adapter: Path, output: Path, base: str | None = None, dtype: str = "auto", log=print) -> Path:
+    from ..errors import GrpoError
+    from ..generation import is_adapter_dir, load_policy
+
+    if not adapter.is_dir():
+        raise GrpoError(f"{adapter} is not a directory; give the adapter directory of a grpo train run.")
+    if not is_adapter_dir(adapter):
+        hint = " It holds a full model: nothing to merge." if (adapter / "config.json").is_file() else ""
+        raise GrpoError(f"{adapter} has no adapter_config.json, so it is not a LoRA adapter.{hint}")
+    if output.exists() and any(output.iterdir()):
+        raise GrpoError(f"--output {output} exists and is not empty; choose a new directory.")
+    model, tokenizer = load_policy(str(adapter), base=base, dtype=dtype, device="cpu", log=log)
+    merged = model.merge_and_unload()
+    output.mkdir(parents=True, exist_ok=True)
+    merged.save_pretrained(output)
+    tokenizer.save_pretrained(output)
+    log(f"merged {adapter} into its base; saved model and tokenizer to {output}")
+    return output
+
+
+def run(args) -> int:
+    merge_adapter(args.adapter, args.output, args.base, args.dtype)
+    return 0
