@@ -18,6 +18,7 @@ class Completion:
     text: str
     num_tokens: int
     truncated: bool  # stopped at max_new_tokens without an end-of-sequence token
+    token_ids: list[int] | None = None
 
 
 def is_adapter_dir(path: str | Path) -> bool:
@@ -139,7 +140,7 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
                 kept = ids if ended is None else ids[:ended]
                 kept = [t for t in kept if t != tokenizer.pad_token_id]
                 group.append(Completion(tokenizer.decode(kept, skip_special_tokens=True),
-                                        len(kept), ended is None and len(ids) >= max_new_tokens))
+                                        len(kept), ended is None and len(ids) >= max_new_tokens, kept))
             if not do_sample and n > 1:
                 group = group * n  # greedy: every sample is the same
             out.append(group)

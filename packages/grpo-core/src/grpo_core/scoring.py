@@ -94,16 +94,20 @@ class GroupStats:
         return self.flat / self.groups if self.groups else math.nan
 
 
+def _ignore(*args, **kwargs) -> None:
+    return None
+
+
 def call_reward(reward, completions: list, columns: dict[str, list], prompts: list | None = None,
-                completion_ids: list | None = None) -> list[float | None]:
+                completion_ids: list | None = None, log_extra=_ignore, log_metric=_ignore) -> list[float | None]:
     """Call ``reward`` exactly as TRL does (keywords only, every column)."""
     values = reward(
         prompts=prompts if prompts is not None else [None] * len(completions),
         completions=completions,
         completion_ids=completion_ids,
         trainer_state=None,
-        log_metric=lambda *a, **k: None,
-        log_extra=lambda *a, **k: None,
+        log_metric=log_metric,
+        log_extra=log_extra,
         **columns,
     )
     if hasattr(values, "__await__"):
