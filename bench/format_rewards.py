@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from grpo_core import compose_rewards, parse_spec
     from trl.rewards import think_format_reward
+
+    from grpo_core import compose_rewards, parse_spec
 
     rng = random.Random(0)
     texts = [make_completion(rng, args.chars) for _ in range(args.n)]

@@ -2,8 +2,8 @@
 
 Counting distinct n-grams is the whole cost. Short sequences use a set of
 tuples; long ones pack each n-gram into one int64 and count distinct values
-after a sort with numpy (imported on first use), about twice as fast at a few
-hundred tokens and far faster on megabyte inputs. Both give identical counts.
+after a sort with numpy (imported on first use): about 1.5x faster at ~500
+tokens, more on long inputs. Both give identical counts (tested).
 """
 
 from __future__ import annotations
