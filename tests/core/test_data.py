@@ -145,3 +145,13 @@ def test_text_reward_decorator_gives_strings_and_keeps_picklability():
     assert shout([[{"role": "assistant", "content": "HEY"}], "no"]) == [1.0, 0.0]
     assert pickle.loads(pickle.dumps(shout))(["OK"]) == [1.0]
     assert shout.__name__ == "shout"
+
+
+def test_few_shot_template_falls_back_when_a_field_is_missing(toy):
+    from grpo_core.data import _example_answer
+
+    templates = ["<think>{rationale}</think><answer>{answer}</answer>", "<answer>{answer}</answer>"]
+    assert _example_answer({"question": "q", "answer": "4", "rationale": "2+2"}, templates) == \
+        "<think>2+2</think><answer>4</answer>"
+    assert _example_answer({"question": "q", "answer": "4"}, templates) == "<answer>4</answer>"
+    assert _example_answer({"question": "q", "answer": "4", "rationale": "  "}, templates) == "<answer>4</answer>"

@@ -248,3 +248,16 @@ def test_unresolvable_annotation_does_not_switch_off_other_checks(register_plugi
     with pytest.raises(RewardParamError, match="parameter 'unit' expects one of 'chars', 'words', got str 'lines'"):
         grpo_core.get_reward("acme.lit", unit="lines")
     assert grpo_core.get_reward("acme.lit", unit="words", ds=object()).params["unit"] == "words"
+
+
+def positive_target(completions, target: int = 5, **kwargs):
+    if target <= 0:
+        raise ValueError(f"target must be positive, got {target}")
+    return [0.0 for _ in completions]
+
+
+def test_parameter_checks_inside_the_reward_fail_at_composition(register_plugin):
+    register_plugin(make_plugin("pos_mod", {"acme.pos": positive_target}), name="pos")
+    with pytest.raises(RewardParamError, match=r"reward 'acme.pos\(target=0\)' rejects its parameters: target must be positive, got 0"):
+        grpo_core.compose_rewards(["acme.pos(target=0)"])
+    assert grpo_core.get_reward("acme.pos", target=3).params == {"target": 3}

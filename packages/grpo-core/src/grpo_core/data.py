@@ -6,6 +6,7 @@ tasks, ``answer``); the core, not the adapter, builds TRL's ``prompt`` column.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -72,11 +73,19 @@ class _Row(dict):
         return ""
 
 
-def _example_answer(example: dict, template: str | None) -> str:
+def _example_answer(example: dict, template: str | Sequence[str] | None) -> str:
+    """The assistant turn of a few-shot example. ``template`` may be a list: the first
+    whose fields the example has (non-empty) is used, so ``xml`` can fall back to a
+    template without ``{rationale}`` for datasets that have none."""
     if example.get("completion"):
         return str(example["completion"])
     row = _Row({k: ("" if v is None else v) for k, v in example.items()})
-    return (template or "{answer}").format_map(row)
+    candidates = [template] if isinstance(template, str) or template is None else list(template)
+    for candidate in candidates:
+        fields = [f for _, f, _, _ in string.Formatter().parse(candidate or "{answer}") if f]
+        if all(str(row[f]).strip() for f in fields):
+            return (candidate or "{answer}").format_map(row)
+    return (candidates[-1] or "{answer}").format_map(row)
 
 
 def build_prompt(

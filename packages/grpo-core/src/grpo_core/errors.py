@@ -30,7 +30,7 @@ class SpecError(GrpoError, ValueError):
     """A reward spec string (``name(key=value):weight``) that does not parse."""
 
 
-class RewardParamError(GrpoError, TypeError):
+class RewardParamError(GrpoError, TypeError, ValueError):
     """A reward or dataset parameter that the function does not take, or of the wrong type."""
 
 

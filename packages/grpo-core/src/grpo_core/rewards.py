@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import registry
-from .errors import SpecError
+from .errors import RewardParamError, SpecError
 from .params import TRL_KWARGS, bind_params, split_signature
 
 MAX_SPEC_CHARS = 10_000
@@ -207,6 +207,21 @@ def _from_dict(spec: dict) -> RewardSpec:
     return RewardSpec(base.name, params, float(weight))
 
 
+def validate(reward: Reward) -> Reward:
+    """Call ``reward`` on an empty batch so parameter checks inside the function
+    (``target=0``, a bad schema) fail now, before any model loads."""
+    if isinstance(reward, AsyncReward):
+        return reward
+    columns = {c: [] for c in reward.required_columns}
+    try:
+        reward(prompts=[], completions=[], completion_ids=[], trainer_state=None,
+               log_metric=lambda *a, **k: None, log_extra=lambda *a, **k: None, **columns)
+    except (ValueError, TypeError) as exc:
+        args = ", ".join(f"{k}={v!r}" for k, v in reward.params.items())
+        raise RewardParamError(f"reward '{reward.name}({args})' rejects its parameters: {exc}") from None
+    return reward
+
+
 def list_rewards() -> list[registry.Entry]:
     """Every registered reward, sorted by name (``entry.name``, ``entry.description``...)."""
     reg = registry.rewards()
@@ -216,7 +231,7 @@ def list_rewards() -> list[registry.Entry]:
 def get_reward(name: str, **params: Any) -> Reward:
     """The reward registered as ``name``, bound to ``params``."""
     entry = registry.rewards().get(name)
-    return Reward(entry.name, entry.obj, params, entry.description)
+    return validate(Reward(entry.name, entry.obj, params, entry.description))
 
 
 def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[list[Reward], list[float]]:
@@ -240,7 +255,7 @@ def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[lis
     funcs = []
     for p in parsed:
         entry = reg.get(p.name)
-        funcs.append(Reward(entry.name, entry.obj, p.params, entry.description))
+        funcs.append(validate(Reward(entry.name, entry.obj, p.params, entry.description)))
     return funcs, [p.weight for p in parsed]
 
 
