@@ -118,7 +118,7 @@ def test_xml_system_prompt_is_registered(register_plugin):
     assert entries["xml"].plugin == "grpo_rewards_format"
     text, template = resolve_system_prompt("xml")
     assert "<think>" in text and "</answer>" in text
-    assert template == "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>"
+    assert template[0] == "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>"
 
 
 def test_xml_few_shot_turns_score_full_marks(reward):
@@ -189,3 +189,18 @@ def test_every_reward_passes_the_core_contract_suite(reward):
             assert results, name
             failed = {res.name: res.message for res in results if not res.ok}
             assert failed == {}, (name, params, failed)
+
+
+def test_xml_few_shot_without_rationale_still_scores_full_marks(register_plugin):
+    import grpo_rewards_format
+    from grpo_core.data import build_prompt, resolve_system_prompt
+
+    register_plugin(grpo_rewards_format)
+    text, template = resolve_system_prompt("xml")
+    turns = build_prompt("Q2", text, [{"question": "Q1", "answer": "7"}], template)
+    example = turns[2]["content"]
+    assert example.endswith("<answer>\n7\n</answer>")
+    from grpo_core import get_reward
+
+    for name in ("format.xml_strict", "format.think_answer", "format.xml_incremental"):
+        assert get_reward(name)([example]) == [1.0], name

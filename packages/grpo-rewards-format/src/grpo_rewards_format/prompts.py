@@ -9,5 +9,11 @@ XML = (
     "<think>\n...\n</think>\n<answer>\n...\n</answer>"
 )
 
-# Few-shot assistant turns (str.format over a dataset row; a missing column is "").
-XML_ANSWER_TEMPLATE = "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>"
+# Few-shot assistant turns (str.format over a dataset row). The core uses the first
+# template whose fields the row has, so datasets without a worked solution still get
+# a think block with content rather than an empty one.
+XML_ANSWER_TEMPLATE = (
+    "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>",
+    "<think>\nI work through the problem step by step and check the result.\n</think>\n"
+    "<answer>\n{answer}\n</answer>",
+)
