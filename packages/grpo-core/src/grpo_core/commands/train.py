@@ -1,10 +1,69 @@
-"""`grpo train`."""
+"""`grpo train CONFIG [--key value ...]`."""
 
 from __future__ import annotations
 
-from . import not_yet
+import sys
+
+EPILOG = """\
+overrides:
+  --KEY VALUE            any GRPOConfig field (--learning_rate 1e-4 --max_steps 50 --report_to wandb)
+  --SECTION.KEY VALUE    grpo's sections (--model.id smollm2-135m --lora.r 8 --dataset.params.level 2)
+  --rewards SPEC ...     replace the reward list ('math.correctness:2.0' 'format.xml_soft:0.5')
+
+Command-line values override the YAML and apply to every stage.
+"""
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train", help="(not implemented yet)")
-    p.set_defaults(func=not_yet("train"), accepts_extra=True)
+    import argparse
+
+    p = sub.add_parser(
+        "train",
+        help="train with GRPO from a YAML config (every GRPOConfig field settable)",
+        description="GRPO training with trl.GRPOTrainer: rewards and dataset by name, LoRA or full "
+        "fine-tune, health monitor, multi-stage. Outputs: checkpoints, adapter, metrics.jsonl, "
+        "rewards.png, the resolved config.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", help="YAML file (see examples/quickstart.yaml)")
+    p.add_argument(
+        "--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
+        help="continue from the last checkpoint in output_dir (or the one given)",
+    )
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the config, rewards and dataset, print the resolved config, load no model")
+    p.set_defaults(func=run, accepts_extra=True)
+
+
+def run(args) -> int:
+    from ..config import load_config
+
+    cfg = load_config(args.config, args.extra)
+    if args.dry_run:
+        return _dry_run(cfg)
+    from ..train import run as train
+
+    result = train(cfg, resume=args.resume)
+    if result.interrupted:
+        return 130
+    return 0
+
+
+def _dry_run(cfg) -> int:
+    from ..config import detect_device
+    from ..train import build_datasets, plan
+
+    device = detect_device()
+    train_ds, eval_ds = build_datasets(cfg)
+    plans = plan(cfg, train_ds.column_names, device=device)
+    print(f"config OK: device {device}, dataset '{cfg.dataset.name}' ({len(train_ds)} rows"
+          + (f", eval {len(eval_ds)}" if eval_ds is not None else "") + ")")
+    for p in plans:
+        rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
+        a = p.args
+        print(f"  stage '{p.section.name}': {a.max_steps} steps, lr {a.learning_rate:g}, "
+              f"{a.num_generations} generations x {a.max_completion_length} tokens, rewards {rw}, "
+              f"output {p.output_dir}")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,275 @@
+"""Trainer callbacks of ``grpo train``: metrics file and console line, health
+monitor, adaptive reward weights, and Ctrl-C that stops at a step boundary
+with a checkpoint.
+
+transformers is imported lazily: :func:`make_callbacks` builds the classes.
+Each callback does O(1) work per logged step, so ``grpo train`` adds nothing
+measurable over the same TRL run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from .config import AdaptiveSection, HealthSection
+
+
+def _finite(x: Any) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def reward_names(logs: dict) -> list[str]:
+    return [k[len("rewards/"):-len("/mean")] for k in logs if k.startswith("rewards/") and k.endswith("/mean")]
+
+
+def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None) -> str:
+    """``step 3/30 | reward 0.41 ± 0.23 | math.correctness 0.25  format 0.62 | zero-std 0.25 | kl 0.001 | len 41 | 12.3s``"""
+    parts = [f"step {step}/{max_steps}" + (f" [{stage}]" if stage else "")]
+    r, s = _finite(logs.get("reward")), _finite(logs.get("reward_std"))
+    if r is not None:
+        parts.append(f"reward {r:.3f}" + (f" ± {s:.3f}" if s is not None else ""))
+    per = []
+    for name in reward_names(logs):
+        v = _finite(logs.get(f"rewards/{name}/mean"))
+        per.append(f"{name} {'n/a' if v is None else f'{v:.3f}'}")
+    if per:
+        parts.append("  ".join(per))
+    z = _finite(logs.get("frac_reward_zero_std"))
+    if z is not None:
+        parts.append(f"zero-std {z:.2f}")
+    kl = _finite(logs.get("kl"))
+    if kl is not None:
+        parts.append(f"kl {kl:.4f}")
+    length = _finite(logs.get("completions/mean_length"))
+    if length is not None:
+        parts.append(f"len {length:.0f}")
+    if elapsed is not None:
+        parts.append(f"{elapsed:.1f}s")
+    return " | ".join(parts)
+
+
+def make_callbacks(**kwargs) -> dict[str, Any]:
+    """The callback classes (transformers imported here, not at module import)."""
+    from transformers import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):
+        """Appends each log to ``metrics.jsonl`` (global step, stage) and prints the
+        one-line summary. Replaces transformers' progress printer, which would print
+        the whole log dict every step."""
+
+        def __init__(self, path: Path, stage: str, step_offset: int = 0, console: bool = True,
+                     stream=None):
+            self.path = Path(path)
+            self.stage = stage
+            self.offset = step_offset
+            self.console = console
+            self.stream = stream or sys.stdout
+            self._last = None
+
+        def on_train_begin(self, args, state, control, **kw):
+            self._last = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if not state.is_world_process_zero or not logs:
+                return
+            now = time.perf_counter()
+            elapsed = None if self._last is None else now - self._last
+            self._last = now
+            step = self.offset + state.global_step
+            record = {"step": step, "stage": self.stage, "stage_step": state.global_step, **logs,
+                      "time": round(time.time(), 3)}
+            with open(self.path, "a") as f:
+                f.write(json.dumps(record, default=_json_default) + "\n")
+            if self.console and "reward" in logs:
+                line = summary_line(step, self.offset + state.max_steps, logs,
+                                    self.stage if self.stage != "main" else None, elapsed)
+                print(line, file=self.stream, flush=True)
+            elif self.console and "train_runtime" in logs:
+                print(f"{self.stage if self.stage != 'main' else 'training'}: "
+                      f"{state.global_step} steps in {logs['train_runtime']:.1f}s", file=self.stream, flush=True)
+
+    class HealthCallback(TrainerCallback):
+        """Warns (log + ``health.jsonl``) when training stops learning."""
+
+        def __init__(self, cfg: HealthSection, path: Path, stage: str = "main", step_offset: int = 0,
+                     warn=None):
+            self.cfg = cfg
+            self.path = Path(path)
+            self.stage = stage
+            self.offset = step_offset
+            self.warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr, flush=True))
+            n = max(cfg.window, cfg.flat_window, 1)
+            self.zero_std: deque = deque(maxlen=cfg.window)
+            self.std: deque = deque(maxlen=cfg.window)
+            self.rewards: deque = deque(maxlen=cfg.flat_window)
+            self.n = n
+            self.active: set[str] = set()
+            self.events: list[dict] = []
+
+        def _emit(self, step: int, check: str, message: str, value: float, threshold: float) -> None:
+            if check in self.active:
+                return  # already reported; report again only after it cleared
+            self.active.add(check)
+            event = {"step": step, "stage": self.stage, "check": check, "value": value,
+                     "threshold": threshold, "message": message}
+            self.events.append(event)
+            with open(self.path, "a") as f:
+                f.write(json.dumps(event) + "\n")
+            self.warn(f"step {step}: {message}")
+
+        def _clear(self, check: str) -> None:
+            self.active.discard(check)
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if not state.is_world_process_zero or not logs or "reward" not in logs:
+                return
+            self.check(self.offset + state.global_step, logs)
+
+        def check(self, step: int, logs: dict) -> None:
+            c = self.cfg
+            z = _finite(logs.get("frac_reward_zero_std"))
+            if z is not None:
+                self.zero_std.append(z)
+                if len(self.zero_std) == c.window and min(self.zero_std) >= c.zero_std_frac:
+                    self._emit(step, "no_signal",
+                               f"frac_reward_zero_std >= {c.zero_std_frac} for {c.window} steps "
+                               f"(now {z:.2f}): most groups score all completions alike, so there "
+                               f"is no learning signal. Give partial credit, loosen answer "
+                               f"extraction, or raise temperature/num_generations "
+                               f"(check with `grpo preflight`).", z, c.zero_std_frac)
+                elif z < c.zero_std_frac:
+                    self._clear("no_signal")
+            s = _finite(logs.get("reward_std"))
+            if s is not None:
+                self.std.append(s)
+                if len(self.std) == c.window and max(self.std) <= c.min_reward_std:
+                    self._emit(step, "collapse",
+                               f"reward_std <= {c.min_reward_std} for {c.window} steps (now {s:.2g}): "
+                               f"every completion gets the same reward (collapse or saturation).",
+                               s, c.min_reward_std)
+                elif s > c.min_reward_std:
+                    self._clear("collapse")
+            kl = _finite(logs.get("kl"))
+            if kl is not None:
+                if kl > c.max_kl:
+                    self._emit(step, "kl", f"kl {kl:.3f} > {c.max_kl}: the policy is drifting far from "
+                               f"the reference; lower learning_rate or raise beta.", kl, c.max_kl)
+                else:
+                    self._clear("kl")
+            r = _finite(logs.get("reward"))
+            if r is not None and c.flat_window > 1:
+                self.rewards.append(r)
+                if len(self.rewards) == c.flat_window:
+                    spread = max(self.rewards) - min(self.rewards)
+                    if spread < c.flat_delta:
+                        self._emit(step, "flat",
+                                   f"mean reward moved by {spread:.3g} (< {c.flat_delta}) over the "
+                                   f"last {c.flat_window} steps: training is not improving it.",
+                                   spread, c.flat_delta)
+                    else:
+                        self._clear("flat")
+
+    class AdaptiveWeightsCallback(TrainerCallback):
+        """Raises the weight of a reward the model rarely succeeds on and lowers it
+        when it mostly does, within bounds; writes ``trainer.reward_weights`` (the
+        tensor TRL multiplies rewards with) and logs ``weights/<name>``."""
+
+        def __init__(self, cfg: AdaptiveSection, names: list[str], weights: list[float]):
+            self.cfg = cfg
+            self.names = list(names)
+            self.base = [float(w) for w in weights]
+            self.factors = [1.0] * len(weights)
+            self.trainer = None
+
+        def bind(self, trainer) -> None:
+            self.trainer = trainer
+
+        def success_rates(self) -> list[float | None]:
+            logs = getattr(self.trainer, "_logs", None) or {}
+            per = logs.get("rewards") or {}
+            out = []
+            for name in self.names:
+                vals = [v for v in per.get(name, ()) if v is not None and not math.isnan(v)]
+                out.append(sum(v >= self.cfg.threshold for v in vals) / len(vals) if vals else None)
+            return out
+
+        def update(self, rates: list[float | None]) -> list[float]:
+            c = self.cfg
+            for i, rate in enumerate(rates):
+                if rate is None:
+                    continue
+                f = self.factors[i] * math.exp(c.rate * (c.target - rate))
+                self.factors[i] = min(max(f, c.min_factor), c.max_factor)
+            return [b * f for b, f in zip(self.base, self.factors)]
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.trainer is None:
+                return
+            rates = self.success_rates()
+            weights = self.update(rates)
+            tw = self.trainer.reward_weights
+            for i, w in enumerate(weights):
+                tw[i] = w
+            metrics = getattr(self.trainer, "_metrics", {}).get("train")
+            if metrics is not None:
+                for name, w, rate in zip(self.names, weights, rates):
+                    metrics[f"weights/{name}"].append(w)
+                    if rate is not None:
+                        metrics[f"success/{name}"].append(rate)
+
+    class InterruptCallback(TrainerCallback):
+        """Ctrl-C: finish the current step, save a checkpoint, stop. A second Ctrl-C quits at once."""
+
+        def __init__(self):
+            self.requested = False
+            self._previous = None
+
+        def install(self) -> None:
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+            except ValueError:  # not the main thread: leave signals alone
+                self._previous = None
+
+        def uninstall(self) -> None:
+            if self._previous is not None:
+                signal.signal(signal.SIGINT, self._previous)
+                self._previous = None
+
+        def _handler(self, signum, frame):
+            if self.requested:
+                raise KeyboardInterrupt
+            self.requested = True
+            print("\nInterrupted: finishing this step and saving a checkpoint "
+                  "(Ctrl-C again to quit without saving).", file=sys.stderr, flush=True)
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.requested:
+                control.should_save = True
+                control.should_training_stop = True
+
+    return {
+        "MetricsCallback": MetricsCallback,
+        "HealthCallback": HealthCallback,
+        "AdaptiveWeightsCallback": AdaptiveWeightsCallback,
+        "InterruptCallback": InterruptCallback,
+    }
+
+
+def _json_default(x):
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
+
+
+__all__ = ["make_callbacks", "summary_line", "reward_names"]

@@ -1,0 +1,507 @@
+"""The ``grpo train`` configuration: a YAML file plus command-line overrides.
+
+Top-level keys are ``GRPOConfig`` fields, read by TRL's own argument machinery
+(``TrlParser.set_defaults_with_config`` + ``HfArgumentParser``), exactly as in
+``trl grpo --config``. Our sections sit beside them: ``model``, ``lora``,
+``dataset``, ``rewards``, ``stages``, ``health``, ``adaptive_weights`` (and
+TRL's ``env``). On the command line, ``--key value`` sets a ``GRPOConfig`` field
+and ``--section.key value`` one of ours (``--model.id``, ``--lora.r 8``,
+``--dataset.params.level 2``); ``--rewards SPEC [SPEC ...]`` replaces the
+reward list. Command-line values apply to every stage.
+
+Loading a config checks everything it can without a model: names, weights,
+parameters, removed TRL fields. Heavy imports happen in the functions that need
+them (``training_args``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights")
+
+# Names from older TRL / transformers versions and from `trl grpo` script flags,
+# with what replaced them. Only reported when the name is not a GRPOConfig field.
+REMOVED: dict[str, str] = {
+    "max_prompt_length": (
+        "TRL 1.16 removed max_prompt_length: GRPOTrainer no longer truncates prompts. Keep prompts "
+        "short in the dataset (fewer few-shot examples, a shorter system prompt) and bound "
+        "completions with max_completion_length"
+    ),
+    "num_generation": "renamed: use num_generations (completions sampled per prompt)",
+    "max_new_tokens": "use max_completion_length (tokens generated per completion)",
+    "max_completion_len": "use max_completion_length",
+    "max_length": "use max_completion_length (prompts are not truncated in TRL 1.16)",
+    "evaluation_strategy": "renamed in transformers: use eval_strategy",
+    "no_cuda": "removed in transformers 5: use use_cpu (grpo picks CPU automatically when there is no GPU)",
+    "overwrite_output_dir": "removed in transformers 5: checkpoints in output_dir are kept; use a new output_dir or --resume",
+    "logging_dir": "removed in transformers 5: TensorBoard logs go under output_dir (or set TENSORBOARD_LOGGING_DIR)",
+    "per_gpu_train_batch_size": "use per_device_train_batch_size",
+    "vllm_guided_decoding_regex": "renamed: use vllm_structured_outputs_regex",
+    "wandb_log_unique_prompts": "renamed: use log_unique_prompts",
+    "model_name_or_path": "use the model section: model: {id: ...}",
+    "torch_dtype": "use model.dtype",
+    "dtype": "use model.dtype",
+    "attn_implementation": "use model.attn_implementation",
+    "model_revision": "use model.revision",
+    "use_peft": "use the lora section (lora: {r: 16, ...}; leave it out for a full fine-tune)",
+    "lora_r": "use lora.r",
+    "lora_alpha": "use lora.lora_alpha",
+    "lora_dropout": "use lora.lora_dropout",
+    "lora_target_modules": "use lora.target_modules",
+    "dataset_name": "use the dataset section: dataset: {name: gsm8k, params: {...}}",
+    "dataset_config": "use dataset.params",
+    "dataset_train_split": "use dataset.split",
+    "dataset_test_split": "use dataset.eval_split",
+    "reward_funcs": "use the rewards section: rewards: ['math.correctness:2.0', ...]",
+    "system_prompt": "use dataset.system_prompt",
+}
+
+
+@dataclass
+class ModelSection:
+    id: str | None = None
+    dtype: str = "auto"
+    attn_implementation: str | None = None
+    revision: str | None = None
+
+
+@dataclass
+class DatasetSection:
+    name: str | None = None
+    params: dict = field(default_factory=dict)
+    split: str = "train"
+    system_prompt: str | None = None
+    few_shot: int | list = 0
+    answer_template: str | None = None
+    eval_split: str | None = None
+    eval_params: dict = field(default_factory=dict)
+
+
+@dataclass
+class HealthSection:
+    enabled: bool = True
+    window: int = 5  # consecutive logged steps a condition must hold
+    zero_std_frac: float = 0.9  # frac_reward_zero_std at or above: no learning signal
+    min_reward_std: float = 1e-3  # reward_std at or below: collapse
+    max_kl: float = 0.5
+    flat_window: int = 10  # logged steps over which the reward must move
+    flat_delta: float = 0.02  # max - min of the mean reward over flat_window below this: flat
+
+
+@dataclass
+class AdaptiveSection:
+    enabled: bool = True
+    target: float = 0.5  # success rate the weights steer towards
+    rate: float = 0.5  # multiplicative step per logged step
+    threshold: float = 0.5  # a completion "succeeds" on a reward when it scores at least this
+    min_factor: float = 0.25  # bounds, relative to the configured weight
+    max_factor: float = 4.0
+
+
+@dataclass
+class StageSection:
+    name: str
+    rewards: list
+    training: dict  # GRPOConfig overrides for this stage (max_steps, learning_rate, ...)
+
+
+@dataclass
+class RunConfig:
+    """A parsed, checked configuration. ``training`` holds the YAML's GRPOConfig
+    values; ``cli_args`` the command-line ones, parsed by HfArgumentParser later."""
+
+    path: str | None
+    model: ModelSection
+    lora: dict | None
+    merge: bool
+    dataset: DatasetSection
+    rewards: list
+    stages: list[StageSection]
+    health: HealthSection
+    adaptive: AdaptiveSection | None
+    training: dict
+    cli_args: list[str]
+    explicit: set[str]  # GRPOConfig fields the user set (YAML or command line)
+    raw: dict  # the merged YAML + overrides, for the resolved config
+
+    @property
+    def multi_stage(self) -> bool:
+        return len(self.stages) > 1 or self.stages[0].name != "main"
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def grpo_fields() -> dict[str, dataclasses.Field]:
+    from trl import GRPOConfig
+
+    return {f.name: f for f in dataclasses.fields(GRPOConfig) if f.init}
+
+
+def _unknown_key(key: str, where: str, known: list[str]) -> ConfigError:
+    if key in REMOVED:
+        return ConfigError(f"{where}'{key}' is not a GRPOConfig field in TRL 1.16: {REMOVED[key]}.")
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.7)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return ConfigError(
+        f"{where}unknown option '{key}': it is neither a GRPOConfig field nor one of grpo's "
+        f"sections ({', '.join(SECTIONS)}).{hint}"
+    )
+
+
+def _read_yaml(path: str | os.PathLike) -> dict:
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {path} does not exist.")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must contain a YAML mapping of options, got {type(data).__name__}.")
+    return data
+
+
+def _yaml_value(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[str]]:
+    """``(our overrides {dotted key: value}, GRPOConfig args for HfArgumentParser, their names)``."""
+    ours: dict[str, Any] = {}
+    trl_args: list[str] = []
+    trl_names: set[str] = set()
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if not tok.startswith("--") or len(tok) == 2:
+            raise ConfigError(f"unexpected argument {tok!r}; overrides are --key value.")
+        key, eq, value = tok[2:].partition("=")
+        values = [value] if eq else []
+        j = i + 1
+        if not eq:
+            while j < len(tokens) and not (tokens[j].startswith("--") and len(tokens[j]) > 2):
+                values.append(tokens[j])
+                j += 1
+        head = key.split(".", 1)[0].replace("-", "_")
+        if head in SECTIONS or head == "env":
+            dotted = key.replace("-", "_")
+            if dotted == "rewards":
+                parsed: Any = [v for v in values]
+                if len(values) == 1 and values[0].lstrip().startswith("["):
+                    parsed = _yaml_value(values[0])
+            elif not values:
+                parsed = True
+            elif len(values) == 1:
+                parsed = _yaml_value(values[0])
+            else:
+                parsed = [_yaml_value(v) for v in values]
+            ours[dotted] = parsed
+        else:
+            name = key.replace("-", "_")
+            trl_names.add(name)
+            trl_args.append(f"--{name}")
+            trl_args.extend(values)
+        i = j
+    return ours, trl_args, trl_names
+
+
+def _set_dotted(data: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        nxt = node.get(part)
+        if nxt is None or nxt is True or nxt is False:
+            nxt = {}
+            node[part] = nxt
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"cannot set --{dotted}: '{part}' is {nxt!r}, not a section.")
+        node = nxt
+    node[parts[-1]] = value
+
+
+def _section(data: dict, name: str, cls, where: str):
+    raw = data.get(name)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}'{name}' must be a mapping, got {raw!r}.")
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            raise ConfigError(
+                f"{where}'{name}' has no option '{key}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; its options are: {', '.join(sorted(known))}."
+            )
+    return cls(**raw)
+
+
+def _lora(raw: Any) -> tuple[dict | None, bool]:
+    if raw is None or raw is False:
+        return None, False
+    if raw is True:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"'lora' must be a mapping of peft LoraConfig fields or false, got {raw!r}.")
+    raw = dict(raw)
+    merge = raw.pop("merge", False)
+    if raw.pop("enabled", True) is False:
+        return None, bool(merge)
+    import peft
+
+    known = {f.name for f in dataclasses.fields(peft.LoraConfig) if f.init}
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise ConfigError(
+                f"lora has no option '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                + "; use peft LoraConfig fields (r, lora_alpha, lora_dropout, target_modules, ...) "
+                "or merge: true."
+            )
+    lora = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear",
+            "task_type": "CAUSAL_LM", **raw}
+    return lora, bool(merge)
+
+
+def _check_rewards(specs: Any, where: str) -> list:
+    from .rewards import compose_rewards
+
+    if isinstance(specs, (str, dict)):
+        specs = [specs]
+    if not isinstance(specs, list) or not specs:
+        raise ConfigError(
+            f"{where}rewards must be a non-empty list of reward specs, e.g. "
+            f"['math.correctness:2.0', {{name: length.ideal, weight: 0.1, params: {{target: 300}}}}]; "
+            f"got {specs!r}."
+        )
+    _, weights = compose_rewards(specs)  # unknown names, bad params and weights fail here
+    if all(w == 0 for w in weights):
+        raise ConfigError(f"{where}every reward weight is 0: the model would get no learning signal.")
+    return specs
+
+
+def _check_training(values: dict, where: str, known: dict) -> None:
+    for key in values:
+        if key not in known:
+            raise _unknown_key(key, where, sorted(known))
+
+
+def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data: dict | None = None) -> RunConfig:
+    """Read ``path`` (or ``data``), apply ``overrides`` and check everything that
+    can be checked without a model: option names, rewards, dataset name."""
+    raw = copy.deepcopy(data) if data is not None else (_read_yaml(path) if path else {})
+    ours, cli_args, cli_names = split_overrides(list(overrides))
+    for dotted, value in ours.items():
+        _set_dotted(raw, dotted, value)
+
+    env = raw.pop("env", None) or {}
+    if not isinstance(env, dict):
+        raise ConfigError(f"'env' must be a mapping of environment variables, got {env!r}.")
+    for key, value in env.items():
+        os.environ[str(key)] = str(value)
+
+    known = grpo_fields()
+    training = {k: v for k, v in raw.items() if k not in SECTIONS}
+    _check_training(training, "", known)
+    for name in cli_names:
+        if name not in known and name not in REMOVED:
+            raise _unknown_key(name, "command line: ", sorted(known))
+        if name in REMOVED:
+            raise ConfigError(f"command line: '--{name}' is not a GRPOConfig field in TRL 1.16: {REMOVED[name]}.")
+    if "reward_weights" in training or "reward_weights" in cli_names:
+        raise ConfigError(
+            "reward_weights is set from the rewards section; write the weight after the reward "
+            "name ('math.correctness:2.0' or {name: ..., weight: 2.0}) instead."
+        )
+
+    model = raw.get("model")
+    if isinstance(model, str):  # shorthand: model: smollm2-135m
+        raw["model"] = {"id": model}
+    model = _section(raw, "model", ModelSection, "")
+    from .models import check_model_id
+
+    check_model_id(model.id)
+
+    lora, merge = _lora(raw.get("lora"))
+    if merge and lora is None:
+        raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
+
+    dataset = raw.get("dataset")
+    if isinstance(dataset, str):
+        raw["dataset"] = {"name": dataset}
+    dataset = _section(raw, "dataset", DatasetSection, "")
+    if not dataset.name:
+        raise ConfigError("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with `grpo datasets list`.")
+    from . import registry
+
+    registry.datasets().get(dataset.name)  # unknown names fail here, with suggestions
+    if not isinstance(dataset.params, dict) or not isinstance(dataset.eval_params, dict):
+        raise ConfigError("dataset.params and dataset.eval_params must be mappings.")
+    from .params import bind_params
+
+    bind_params(f"dataset '{dataset.name}'", registry.datasets().get(dataset.name).obj, dataset.params)
+
+    health = raw.get("health")
+    if health is False:
+        raw["health"] = {"enabled": False}
+    health = _section(raw, "health", HealthSection, "")
+
+    adaptive_raw = raw.get("adaptive_weights")
+    adaptive = None
+    if adaptive_raw is True:
+        adaptive_raw = {}
+    if isinstance(adaptive_raw, dict):
+        adaptive = _section({"adaptive_weights": adaptive_raw}, "adaptive_weights", AdaptiveSection, "")
+        if not adaptive.enabled:
+            adaptive = None
+        elif not (0 < adaptive.min_factor <= 1 <= adaptive.max_factor):
+            raise ConfigError(
+                f"adaptive_weights bounds must satisfy 0 < min_factor <= 1 <= max_factor, got "
+                f"{adaptive.min_factor} and {adaptive.max_factor}."
+            )
+    elif adaptive_raw not in (None, False):
+        raise ConfigError(f"'adaptive_weights' must be a mapping or true/false, got {adaptive_raw!r}.")
+
+    rewards = raw.get("rewards")
+    stages_raw = raw.get("stages")
+    stages: list[StageSection] = []
+    if stages_raw:
+        if not isinstance(stages_raw, list):
+            raise ConfigError(f"'stages' must be a list of stages, got {stages_raw!r}.")
+        seen = set()
+        for i, st in enumerate(stages_raw):
+            if not isinstance(st, dict):
+                raise ConfigError(f"stage {i + 1} must be a mapping with rewards (and name, max_steps, ...), got {st!r}.")
+            st = dict(st)
+            name = str(st.pop("name", f"stage{i + 1}"))
+            if name in seen or not name.replace("-", "").replace("_", "").isalnum():
+                raise ConfigError(f"stage name {name!r} must be unique and made of letters, digits, - and _.")
+            seen.add(name)
+            where = f"stage '{name}': "
+            st_rewards = st.pop("rewards", rewards)
+            if st_rewards is None:
+                raise ConfigError(f"{where}no rewards: give the stage a rewards list (or set top-level rewards).")
+            _check_training(st, where, known)
+            if "reward_weights" in st:
+                raise ConfigError(f"{where}set weights in the stage's rewards list, not reward_weights.")
+            stages.append(StageSection(name, _check_rewards(st_rewards, where), st))
+    else:
+        if rewards is None:
+            raise ConfigError("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
+        stages.append(StageSection("main", _check_rewards(rewards, ""), {}))
+
+    explicit = set(training) | set(cli_names)
+    return RunConfig(
+        path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
+        rewards=stages[0].rewards, stages=stages, health=health, adaptive=adaptive,
+        training=training, cli_args=cli_args, explicit=explicit, raw=raw,
+    )
+
+
+# ----------------------------------------------------------------- GRPOConfig
+
+
+def detect_device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def default_output_dir(cfg: RunConfig) -> str:
+    stem = Path(cfg.path).stem if cfg.path else "run"
+    return str(Path("outputs") / stem)
+
+
+def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = None,
+                  output_dir: str | None = None, reward_weights: list[float] | None = None):
+    """The ``GRPOConfig`` for one stage: YAML values, then the stage's, then the
+    command line, parsed by TRL's ``TrlParser``; devices and logging chosen
+    automatically where the user did not set them."""
+    from trl import GRPOConfig, TrlParser
+
+    device = device or detect_device()
+    explicit = cfg.explicit | set(stage.training)
+    values: dict[str, Any] = {}
+    if "output_dir" not in explicit:
+        values["output_dir"] = default_output_dir(cfg)
+    if "logging_steps" not in explicit:
+        values["logging_steps"] = 1  # the console summary is one line per step
+    if device == "cpu":
+        if "use_cpu" not in explicit:
+            values["use_cpu"] = True
+        if "bf16" not in explicit:
+            values["bf16"] = False
+    elif device == "cuda" and "bf16" not in explicit:
+        import torch
+
+        values["bf16"] = bool(torch.cuda.is_bf16_supported())
+    elif device == "mps" and "bf16" not in explicit:
+        values["bf16"] = False
+    values.update(cfg.training)
+    values.update(stage.training)
+    if output_dir is not None:
+        values["output_dir"] = output_dir
+    if reward_weights is not None:
+        values["reward_weights"] = list(reward_weights)
+
+    parser = TrlParser([GRPOConfig])
+    unused = parser.set_defaults_with_config(**values)
+    if unused:
+        raise _unknown_key(unused[0], "", sorted(grpo_fields()))
+    try:
+        (args,) = parser.parse_args_into_dataclasses(args=list(cfg.cli_args))
+    except SystemExit:
+        raise ConfigError(
+            f"could not parse the command-line overrides {' '.join(cfg.cli_args)!r} (see the message above)."
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"invalid training options: {exc}") from None
+    if output_dir is not None:
+        args.output_dir = output_dir
+    if reward_weights is not None:
+        args.reward_weights = list(reward_weights)
+    return args
+
+
+def training_values(cfg: RunConfig, args) -> dict:
+    """The GRPOConfig values worth writing into a resolved config: the ones the user
+    set plus the ones chosen automatically."""
+    auto = {"output_dir", "logging_steps", "use_cpu", "bf16"}
+    out = {}
+    for name in sorted(cfg.explicit | auto):
+        if name == "reward_weights" or not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        if hasattr(value, "value"):  # enums (save_strategy, lr_scheduler_type, ...)
+            value = value.value
+        if isinstance(value, (list, tuple)):
+            value = [getattr(v, "value", v) for v in value]
+        out[name] = value
+    return out
+
+
+__all__ = ["RunConfig", "load_config", "training_args", "training_values", "detect_device", "REMOVED", "SECTIONS"]
