@@ -33,7 +33,20 @@ def exact(completions, answer, **kwargs):
     return [1.0 if str(a) in grpo_core.completion_text(c) else 0.0 for c, a in zip(completions, answer)]
 
 
-CALLS: dict[str, int] = {}
+INTERRUPT = {"at_call": None, "calls": 0}
+
+
+def interrupt(completions, **kwargs):
+    """Sends this process SIGINT (Ctrl-C) on call number INTERRUPT["at_call"]."""
+    import os
+    import signal
+
+    if not completions:  # rewards are probed with an empty batch when bound
+        return []
+    INTERRUPT["calls"] += 1
+    if INTERRUPT["calls"] == INTERRUPT["at_call"]:
+        os.kill(os.getpid(), signal.SIGINT)
+    return [0.0 for _ in completions]
 
 
 def toy(split: str = "train", size: int = 32):
@@ -60,6 +73,7 @@ def make_plugin():
         register("test.digits", digits)
         register("test.short", short)
         register("test.exact", exact)
+        register("test.interrupt", interrupt)
 
     @grpo_core.hookimpl
     def register_datasets(register):
@@ -73,6 +87,7 @@ def make_plugin():
 
 @pytest.fixture
 def toy_plugin(register_plugin):
+    INTERRUPT.update(at_call=None, calls=0)
     register_plugin(make_plugin(), name="train_test_plugin")
 
 

@@ -36,3 +36,81 @@ def test_two_steps_through_the_cli_write_adapter_metrics_and_plot(grpo, tmp_path
     lines = [line for line in out.splitlines() if line.startswith("step ")]
     assert [line.split()[1] for line in lines] == ["1/2", "2/2"]
     assert "test.digits" in lines[0] and "reward" in lines[0]
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_continues_at_the_next_step(grpo, tmp_path):
+    from .conftest import INTERRUPT
+
+    INTERRUPT["at_call"] = 2  # Ctrl-C during step 2
+    args = (TINY, "--max_steps", "4", "--rewards", "test.digits", "test.interrupt")
+    code, out, err = grpo(*args)
+    assert code == 130, out + err
+    run = tmp_path / "out"
+    assert (run / "checkpoint-2" / "adapter_model.safetensors").is_file()
+    assert [r["step"] for r in step_records(run / "metrics.jsonl")] == [1, 2]
+    assert "--resume" in out + err
+
+    code, out, err = grpo(*args, "--resume")
+    assert code == 0, err
+    assert "checkpoint-2" in out + err
+    lines = [line.split()[1] for line in out.splitlines() if line.startswith("step ")]
+    assert lines == ["3/4", "4/4"]  # no step lost, none repeated
+    assert [r["step"] for r in step_records(run / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert json.loads((run / "progress.json").read_text())["stages"]["main"]["steps"] == 4
+    assert (run / "adapter" / "adapter_model.safetensors").is_file()
+
+
+TWO_STAGES = """
+model: {{dtype: float32}}
+lora: {{r: 4, lora_alpha: 8}}
+dataset: {{name: toy}}
+per_device_train_batch_size: 4
+num_generations: 4
+max_completion_length: 8
+gradient_checkpointing: false
+save_strategy: "no"
+seed: 0
+stages:
+  - name: format
+    rewards: [test.short]
+    max_steps: 2
+  - name: answer
+    rewards: ["test.exact:2.0", {extra}]
+    max_steps: 2
+    learning_rate: 5.0e-4
+"""
+
+
+def test_two_stages_switch_rewards_at_the_boundary(grpo, tmp_path):
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text(TWO_STAGES.format(extra="test.digits"))
+    code, out, err = grpo(cfg)
+    assert code == 0, err
+    run = tmp_path / "out"
+    steps = step_records(run / "metrics.jsonl")
+    assert [(r["step"], r["stage"]) for r in steps] == [(1, "format"), (2, "format"), (3, "answer"), (4, "answer")]
+    for r in steps[:2]:
+        assert "rewards/test.short/mean" in r and "rewards/test.exact/mean" not in r
+    for r in steps[2:]:
+        assert "rewards/test.exact/mean" in r and "rewards/test.short/mean" not in r
+        assert r["learning_rate"] <= 5.0e-4
+    assert (run / "format" / "final" / "adapter_config.json").is_file()
+    assert (run / "adapter" / "adapter_config.json").is_file()
+    assert json.loads((run / "progress.json").read_text())["stages"]["answer"]["steps"] == 2
+
+
+def test_resume_in_the_second_stage_skips_the_first(grpo, tmp_path):
+    from .conftest import INTERRUPT
+
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text(TWO_STAGES.format(extra="test.interrupt").replace("max_steps: 2\n    learning", "max_steps: 3\n    learning"))
+    INTERRUPT["at_call"] = 2  # during the second step of stage 'answer' (global step 4)
+    code, out, err = grpo(cfg)
+    assert code == 130, err
+    run = tmp_path / "out"
+    assert (run / "answer" / "checkpoint-2").is_dir()
+    code, out, err = grpo(cfg, "--resume")
+    assert code == 0, err
+    assert "Stage 'format' already finished" in out + err
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["5/5"]
+    assert [r["step"] for r in step_records(run / "metrics.jsonl")] == [1, 2, 3, 4, 5]

@@ -47,7 +47,7 @@ REMOVED: dict[str, str] = {
     "per_gpu_train_batch_size": "use per_device_train_batch_size",
     "vllm_guided_decoding_regex": "renamed: use vllm_structured_outputs_regex",
     "wandb_log_unique_prompts": "renamed: use log_unique_prompts",
-    "model_name_or_path": "use the model section: model: {id: ...}",
+    "model_name_or_path": "use model.id (the model section: model: {id: ...})",
     "torch_dtype": "use model.dtype",
     "dtype": "use model.dtype",
     "attn_implementation": "use model.attn_implementation",
@@ -465,8 +465,12 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     values.update(stage.training)
     if output_dir is not None:
         values["output_dir"] = output_dir
-    if reward_weights is not None:
-        values["reward_weights"] = list(reward_weights)
+    if reward_weights is None:
+        from .rewards import parse_spec
+
+        specs = stage.rewards if isinstance(stage.rewards, list) else [stage.rewards]
+        reward_weights = [parse_spec(s).weight for s in specs]
+    values["reward_weights"] = list(reward_weights)
 
     parser = TrlParser([GRPOConfig])
     unused = parser.set_defaults_with_config(**values)
@@ -482,8 +486,7 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
         raise ConfigError(f"invalid training options: {exc}") from None
     if output_dir is not None:
         args.output_dir = output_dir
-    if reward_weights is not None:
-        args.reward_weights = list(reward_weights)
+    args.reward_weights = list(reward_weights)
     return args
 
 

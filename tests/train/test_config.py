@@ -1,0 +1,175 @@
+"""The training config: YAML + command line through TRL's parser, our sections,
+and every bad-config error raised before any model loads."""
+
+from __future__ import annotations
+
+import pytest
+
+from grpo_core.config import load_config, training_args
+
+from .conftest import TINY
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail loudly if anything tries to load a model."""
+    import grpo_core.models
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded before the config was checked")
+
+    monkeypatch.setattr(grpo_core.models, "load", boom)
+    monkeypatch.setattr(grpo_core.models, "resolve", boom)
+
+
+def args_for(tmp_path, text: str = "", *cli: str):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(TINY.read_text() + "\n" + text)
+    run = load_config(cfg, ["--model.id", str(tmp_path), *cli])
+    return run, training_args(run, run.stages[0], device="cpu")
+
+
+def test_yaml_fields_go_through_trl_parser_and_the_command_line_wins(toy_plugin, tmp_path):
+    run, args = args_for(
+        tmp_path, "beta: 0.04\nlr_scheduler_type: constant\nlearning_rate: 1e-4\n",
+        "--temperature", "0.7", "--learning_rate", "3e-4", "--max-steps", "7",
+    )
+    assert args.beta == 0.04  # a GRPOConfig field from YAML
+    assert args.lr_scheduler_type == "constant" or args.lr_scheduler_type.value == "constant"
+    assert args.temperature == 0.7  # from the command line
+    assert args.learning_rate == 3e-4  # the command line overrides the YAML
+    assert args.max_steps == 7
+    assert args.reward_weights == [1.0, 0.5]  # from the rewards section
+
+
+def test_yaml_scientific_notation_without_a_dot_is_a_float(toy_plugin, tmp_path):
+    # PyYAML reads 1e-4 as a string; TRL's parser converts it, as in `trl grpo --config`.
+    _, args = args_for(tmp_path, "learning_rate: 1e-4\n")
+    assert args.learning_rate == pytest.approx(1e-4)
+
+
+def test_cpu_chosen_automatically_without_bf16(toy_plugin, tmp_path):
+    _, args = args_for(tmp_path)
+    assert args.use_cpu is True and args.bf16 is False
+    assert args.logging_steps == 1  # one console line per step
+
+
+def test_user_choice_beats_the_automatic_one(toy_plugin, tmp_path):
+    _, args = args_for(tmp_path, "logging_steps: 5\n", "--output_dir", str(tmp_path / "x"))
+    assert args.logging_steps == 5
+    assert args.output_dir == str(tmp_path / "x")
+
+
+def test_default_output_dir_is_named_after_the_config(toy_plugin, tmp_path):
+    cfg = tmp_path / "my-run.yaml"
+    cfg.write_text(TINY.read_text())
+    run = load_config(cfg, ["--model.id", str(tmp_path)])
+    assert training_args(run, run.stages[0], device="cpu").output_dir.endswith("outputs/my-run")
+
+
+def test_section_overrides_on_the_command_line(toy_plugin, tmp_path):
+    run, _ = args_for(tmp_path, "", "--lora.r", "8", "--dataset.params.size", "5",
+                      "--rewards", "test.short(max_chars=10):2", "test.digits")
+    assert run.lora["r"] == 8 and run.lora["lora_alpha"] == 8
+    assert run.dataset.params == {"size": 5}
+    assert run.stages[0].rewards == ["test.short(max_chars=10):2", "test.digits"]
+
+
+def test_lora_off_means_full_fine_tune(toy_plugin, tmp_path):
+    run, _ = args_for(tmp_path, "", "--lora", "false")
+    assert run.lora is None
+
+
+# ------------------------------------------------------------- errors
+
+
+def fails(grpo, *args, text: str = "", tmp_path=None, model=True):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(TINY.read_text() + "\n" + text)
+    code, out, err = grpo(cfg, *args, model=model)
+    assert code == 2, out + err
+    return err
+
+
+@pytest.mark.parametrize(
+    "text, cli, expected",
+    [
+        ("max_prompt_length: 256\n", [], ["max_prompt_length", "removed", "max_completion_length"]),
+        ("num_generation: 4\n", [], ["num_generation", "num_generations"]),
+        ("", ["--max_prompt_length", "64"], ["max_prompt_length", "max_completion_length"]),
+        ("", ["--num_generation", "4"], ["num_generations"]),
+        ("model_name_or_path: x\n", [], ["model.id"]),
+        ("evaluation_strategy: steps\n", [], ["eval_strategy"]),
+        ("learning_rat: 0.1\n", [], ["learning_rat", "learning_rate"]),
+        ("", ["--lerning_rate", "0.1"], ["lerning_rate", "learning_rate"]),
+        ("reward_weights: [1.0, 2.0]\n", [], ["reward_weights", "rewards section"]),
+    ],
+)
+def test_removed_renamed_and_unknown_fields_name_their_replacement(grpo, no_model, tmp_path, text, cli, expected):
+    err = fails(grpo, *cli, text=text, tmp_path=tmp_path)
+    for word in expected:
+        assert word in err
+
+
+def test_unknown_reward_lists_the_closest(grpo, no_model, tmp_path):
+    err = fails(grpo, "--rewards", "test.digit", tmp_path=tmp_path)
+    assert "unknown reward 'test.digit'" in err and "test.digits" in err
+
+
+def test_unknown_dataset_lists_the_closest(grpo, no_model, tmp_path):
+    err = fails(grpo, "--dataset.name", "toys", tmp_path=tmp_path)
+    assert "unknown dataset 'toys'" in err and "toy" in err
+
+
+def test_missing_column_fails_before_the_model(grpo, no_model, tmp_path):
+    err = fails(grpo, "--dataset.name", "toy_no_answer", "--rewards", "test.exact", tmp_path=tmp_path)
+    assert "test.exact" in err and "'answer'" in err and "question" in err
+
+
+@pytest.mark.parametrize(
+    "rewards, expected",
+    [
+        (["test.digits:heavy"], "not a number"),
+        (["test.digits:1e999"], "finite"),
+        (["test.digits:0", "test.short:0"], "every reward weight is 0"),
+        (["test.short(max_char=3)"], "did you mean 'max_chars'"),
+        (["test.short(max_chars='x')"], "expects int"),
+    ],
+)
+def test_bad_weights_and_params_fail_before_the_model(grpo, no_model, tmp_path, rewards, expected):
+    err = fails(grpo, "--rewards", *rewards, tmp_path=tmp_path)
+    assert expected in err
+
+
+def test_bad_weight_in_a_mapping(grpo, no_model, tmp_path):
+    text = "rewards:\n  - {name: test.digits, weight: heavy}\n"
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text(TINY.read_text().split("rewards:")[0] + text + "max_steps: 2\n")
+    code, out, err = grpo(cfg)
+    assert code == 2 and "heavy" in err
+
+
+def test_unknown_lora_option_suggests_the_peft_name(grpo, no_model, tmp_path):
+    err = fails(grpo, "--lora.alpha", "16", tmp_path=tmp_path)
+    assert "lora has no option 'alpha'" in err and "lora_alpha" in err
+
+
+def test_unknown_section_option(grpo, no_model, tmp_path):
+    err = fails(grpo, "--dataset.few_shots", "2", tmp_path=tmp_path)
+    assert "few_shot" in err
+
+
+def test_missing_model_file(grpo, no_model, tmp_path):
+    err = fails(grpo, "--model.id", str(tmp_path / "nope.gguf"), tmp_path=tmp_path, model=False)
+    assert "nope.gguf" in err and "does not exist" in err
+
+
+def test_stage_with_an_unknown_reward(grpo, no_model, tmp_path):
+    text = "stages:\n  - {name: a, rewards: [test.short], max_steps: 1}\n  - {name: b, rewards: [test.nope], max_steps: 1}\n"
+    err = fails(grpo, text=text, tmp_path=tmp_path)
+    assert "stage 'b'" in err or "test.nope" in err
+
+
+def test_bad_trl_value_is_a_clean_error(grpo, no_model, tmp_path):
+    err = fails(grpo, "--learning_rate", "fast", tmp_path=tmp_path)
+    assert "learning_rate" in err
