@@ -1,0 +1,109 @@
+"""Health monitor, adaptive reward weights, console line and reward plot, with
+values computed by hand; adaptive weights also inside a real training step."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from grpo_core.callbacks import make_callbacks, summary_line
+from grpo_core.config import AdaptiveSection, HealthSection
+
+from .conftest import TINY
+
+
+@pytest.fixture(scope="module")
+def cb():
+    return make_callbacks()
+
+
+def health(cb, tmp_path, **kw):
+    warned = []
+    h = cb["HealthCallback"](HealthSection(**kw), tmp_path / "health.jsonl", warn=warned.append)
+    return h, warned
+
+
+def test_no_signal_warns_once_after_the_window(cb, tmp_path):
+    h, warned = health(cb, tmp_path, window=3, zero_std_frac=0.9, flat_window=0)
+    for step, z in enumerate([1.0, 0.95, 0.9, 1.0, 1.0], start=1):
+        h.check(step, {"reward": 0.0, "reward_std": 0.1, "frac_reward_zero_std": z})
+    assert len(warned) == 1 and warned[0].startswith("step 3:")  # steps 1-3 all >= 0.9
+    events = [json.loads(x) for x in (tmp_path / "health.jsonl").read_text().splitlines()]
+    assert [(e["step"], e["check"]) for e in events] == [(3, "no_signal")]
+    h.check(6, {"reward": 0.0, "reward_std": 0.1, "frac_reward_zero_std": 0.5})  # clears
+    for step in (7, 8, 9):
+        h.check(step, {"reward": 0.0, "reward_std": 0.1, "frac_reward_zero_std": 1.0})
+    assert len(warned) == 2 and warned[1].startswith("step 9:")
+
+
+def test_collapse_kl_and_flat_reward(cb, tmp_path):
+    h, warned = health(cb, tmp_path, window=2, min_reward_std=1e-3, max_kl=0.5, flat_window=3, flat_delta=0.02)
+    h.check(1, {"reward": 0.50, "reward_std": 0.0, "kl": 0.1})
+    h.check(2, {"reward": 0.51, "reward_std": 0.0005, "kl": 0.7})
+    h.check(3, {"reward": 0.505, "reward_std": 0.2, "kl": 0.2})
+    checks = [e["check"] for e in h.events]
+    # collapse at step 2 (two stds <= 1e-3), kl at step 2 (0.7 > 0.5),
+    # flat at step 3 (0.50..0.51 spread 0.01 < 0.02 over 3 steps)
+    assert checks == ["collapse", "kl", "flat"]
+    assert [e["step"] for e in h.events] == [2, 2, 3]
+
+
+def test_adaptive_weights_rule(cb):
+    a = cb["AdaptiveWeightsCallback"](AdaptiveSection(target=0.5, rate=1.0, min_factor=0.5, max_factor=2.0),
+                                      ["a", "b", "c"], [1.0, 2.0, 1.0])
+    w = a.update([0.0, 1.0, None])  # a: rarely succeeds -> up; b: always -> down; c: no data
+    assert w[0] == pytest.approx(1.0 * math.exp(0.5))
+    assert w[1] == pytest.approx(2.0 * math.exp(-0.5))
+    assert w[2] == 1.0
+    w = a.update([0.0, 1.0, 0.5])
+    assert w[0] == pytest.approx(2.0)  # capped at max_factor * 1.0 (exp(1) > 2)
+    assert w[1] == pytest.approx(1.0)  # floored at min_factor * 2.0
+    assert w[2] == 1.0  # at the target: unchanged
+
+
+def test_adaptive_weights_change_trl_weights_in_training(grpo, tmp_path):
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text(TINY.read_text() + "adaptive_weights: {target: 0.5, rate: 1.0, threshold: 0.5}\n")
+    code, out, err = grpo(cfg)
+    assert code == 0, err
+    steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in steps if "reward" in r]
+    for r in steps:
+        # test.short scores >= 0.5 on short completions; whatever the rates,
+        # the logged weight is the configured one times exp(rate * (target - success)), within bounds
+        for name, base in (("test.digits", 1.0), ("test.short", 0.5)):
+            assert 0.25 * base <= r[f"weights/{name}"] <= 4.0 * base
+            assert f"success/{name}" in r
+    first = steps[0]
+    expected = 0.5 * math.exp(1.0 * (0.5 - first["success/test.short"]))
+    assert first["weights/test.short"] == pytest.approx(min(max(expected, 0.125), 2.0), rel=1e-5)
+
+
+def test_summary_line():
+    logs = {"reward": 0.4123, "reward_std": 0.2311, "rewards/math.correctness/mean": 0.25,
+            "rewards/format.x/mean": None, "frac_reward_zero_std": 0.25, "kl": 0.0012,
+            "completions/mean_length": 41.2}
+    assert summary_line(3, 30, logs, elapsed=12.34) == (
+        "step 3/30 | reward 0.412 ± 0.231 | math.correctness 0.250  format.x n/a | "
+        "zero-std 0.25 | kl 0.0012 | len 41 | 12.3s"
+    )
+
+
+def test_plot_draws_rewards_std_bands_and_stage_boundaries(tmp_path):
+    from grpo_core.plotting import plot_rewards
+
+    rows = []
+    for step in range(1, 7):
+        stage = "format" if step <= 3 else "answer"
+        name = "a.fmt" if stage == "format" else "a.ans"
+        rows.append({"step": step, "stage": stage, "reward": step / 10, "reward_std": 0.1,
+                     f"rewards/{name}/mean": step / 10, f"rewards/{name}/std": 0.05,
+                     "kl": 0.01 * step, "frac_reward_zero_std": 0.5})
+    rows.append({"step": 6, "train_runtime": 1.0})  # non-step records are ignored
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 7, "rew')  # a cut line
+    out = plot_rewards(metrics, tmp_path / "rewards.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert plot_rewards(tmp_path / "missing.jsonl", tmp_path / "x.png") is None
