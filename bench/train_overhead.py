@@ -1,0 +1,133 @@
+"""Per-step cost of `grpo train` over a bare `trl.GRPOTrainer` script: the same
+tiny-model GRPO run (same rewards resolved by name, same data, seed, LoRA and
+GRPOConfig), alternating the two, several runs each. Prints the median
+per-step time (train_runtime / steps) of each and their ratio (target <= 1.02).
+
+    python bench/train_overhead.py [--runs 5] [--steps 20]
+
+Needs grpo-datasets (arithmetic) and grpo-rewards-format (length.ideal,
+repetition.ngram), as installed by scripts/setup.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REWARDS = ["length.ideal(target=8):1.0", "repetition.ngram:0.5"]
+DATASET = {"name": "arithmetic", "params": {"size": 200, "level": 1}, "system_prompt": "plain"}
+
+CONFIG = """\
+model: {{id: {model}, dtype: float32}}
+lora: {{r: 8, lora_alpha: 16}}
+dataset: {dataset}
+rewards: {rewards}
+max_steps: {steps}
+learning_rate: 1.0e-4
+per_device_train_batch_size: 8
+num_generations: 4
+max_completion_length: 16
+gradient_checkpointing: false
+save_strategy: "no"
+report_to: []
+logging_steps: 1
+use_cpu: true
+bf16: false
+seed: 0
+health: false
+"""
+
+BARE = """\
+import json, sys
+from peft import LoraConfig
+from trl import GRPOConfig, GRPOTrainer
+import grpo_core
+
+model, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+funcs, weights = grpo_core.compose_rewards({rewards!r})
+d = {dataset!r}
+ds = grpo_core.build_prompts(grpo_core.load_dataset(d["name"], **d["params"]), d["system_prompt"])
+args = GRPOConfig(output_dir=out, max_steps=steps, learning_rate=1e-4, per_device_train_batch_size=8,
+                  num_generations=4, max_completion_length=16, gradient_checkpointing=False,
+                  save_strategy="no", report_to=[], logging_steps=1, use_cpu=True, bf16=False,
+                  seed=0, reward_weights=weights)
+peft = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=ds, peft_config=peft)
+metrics = trainer.train().metrics
+rewards = [r["reward"] for r in trainer.state.log_history if "reward" in r]
+print("RESULT " + json.dumps({{"runtime": metrics["train_runtime"], "rewards": rewards}}))
+"""
+
+
+def run_grpo(cfg: Path, out: Path, env: dict) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "grpo_core", "train", str(cfg), "--output_dir", str(out)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"grpo train failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    recs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    runtime = next(r["train_runtime"] for r in recs if "train_runtime" in r)
+    return {"runtime": runtime, "rewards": [r["reward"] for r in recs if "reward" in r]}
+
+
+def run_bare(script: Path, model: Path, steps: int, out: Path, env: dict) -> dict:
+    proc = subprocess.run([sys.executable, str(script), str(model), str(steps), str(out)],
+                          capture_output=True, text=True, env=env)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        sys.exit(f"bare GRPOTrainer script failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="runs of each (default 5)")
+    parser.add_argument("--steps", type=int, default=20, help="GRPO steps per run (default 20)")
+    opts = parser.parse_args()
+
+    from grpo_core.testing import make_tiny_model
+
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               TRANSFORMERS_VERBOSITY="error", GRPO_PLUGINS="grpo-datasets,grpo-rewards-format")
+    with tempfile.TemporaryDirectory(prefix="grpo-bench-") as tmp:
+        tmp = Path(tmp)
+        model = make_tiny_model(tmp / "model", hidden_size=64)
+        cfg = tmp / "bench.yaml"
+        cfg.write_text(CONFIG.format(model=model, steps=opts.steps, dataset=json.dumps(DATASET),
+                                     rewards=json.dumps(REWARDS)))
+        script = tmp / "bare.py"
+        script.write_text(textwrap.dedent(BARE.format(rewards=REWARDS, dataset=DATASET)))
+
+        grpo_times, bare_times, same = [], [], True
+        t0 = time.perf_counter()
+        for i in range(opts.runs):
+            order = ("grpo", "bare") if i % 2 == 0 else ("bare", "grpo")
+            results = {}
+            for which in order:
+                out = tmp / f"{which}-{i}"
+                results[which] = (run_grpo(cfg, out, env) if which == "grpo"
+                                  else run_bare(script, model, opts.steps, out, env))
+            g, b = results["grpo"], results["bare"]
+            grpo_times.append(g["runtime"] / opts.steps)
+            bare_times.append(b["runtime"] / opts.steps)
+            same &= [round(x, 5) for x in g["rewards"]] == [round(x, 5) for x in b["rewards"]]
+            print(f"run {i + 1}/{opts.runs}: grpo train {grpo_times[-1] * 1000:.1f} ms/step, "
+                  f"bare GRPOTrainer {bare_times[-1] * 1000:.1f} ms/step", flush=True)
+
+    g, b = statistics.median(grpo_times), statistics.median(bare_times)
+    print()
+    print(f"{opts.runs} runs x {opts.steps} steps each, alternating ({time.perf_counter() - t0:.0f}s)")
+    print(f"same rewards at every step in both: {'yes' if same else 'NO'}")
+    print(f"median per-step time: grpo train {g * 1000:.1f} ms, bare GRPOTrainer {b * 1000:.1f} ms")
+    print(f"ratio grpo/bare: {g / b:.3f}  (target <= 1.02)")
+
+
+if __name__ == "__main__":
+    main()
