@@ -72,6 +72,10 @@ class ModelSection:
     dtype: str = "auto"
     attn_implementation: str | None = None
     revision: str | None = None
+    # CPU: torch threads while sampling completions. Token-by-token decoding of a
+    # small model is dominated by thread synchronisation; 1 thread there (and all
+    # cores for the backward pass) is faster, and far faster on a busy machine.
+    generation_threads: int | None = None
 
 
 @dataclass

@@ -221,11 +221,41 @@ def _specs(rewards):
 # ------------------------------------------------------------------ run
 
 
+def _quiet() -> None:
+    """Progress bars of dataset mapping and weight loading would bury the step lines."""
+    import warnings
+
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=r".*(gradient|is_gradient)_checkpointing.*deprecated", category=FutureWarning)
+
+
+def _limit_generation_threads(trainer, threads: int) -> None:
+    """Run TRL's sampling with ``threads`` torch threads, the rest with the default."""
+    import torch
+
+    generate = trainer._generate_single_turn
+
+    def wrapped(*args, **kwargs):
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    trainer._generate_single_turn = wrapped
+
+
 def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None] = print,
         stream=None, extra_callbacks: list | None = None) -> TrainResult:
     """Train as ``cfg`` says; see the module docstring for the outputs."""
     stream = stream or sys.stdout
     device = detect_device()
+    _quiet()
 
     # 1. everything that needs no model
     train_ds, eval_ds = build_datasets(cfg)
@@ -331,6 +361,8 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
         trainer.remove_callback(PrinterCallback)
         if adaptive_cb is not None:
             adaptive_cb.bind(trainer)
+        if cfg.model.generation_threads and device == "cpu":
+            _limit_generation_threads(trainer, int(cfg.model.generation_threads))
         if cfg.multi_stage:
             rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
             log(f"Stage {i + 1}/{len(plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
