@@ -1,5 +1,23 @@
-"""grpo_rewards_math: grpo plugin (hooks registered in this module)."""
+"""grpo_rewards_math: answer-checking rewards for verifiable tasks.
+
+``math.correctness``, ``math.numeric``, ``math.exact`` and ``math.cosine``.
+Importing this module is cheap (no sympy, math-verify or pebble): they load in
+the checker processes on the first call that needs them.
+"""
 
 from __future__ import annotations
 
+from grpo_core import hookimpl
+
+from .rewards import REWARDS, correctness, cosine, exact, numeric
+
 __version__ = "0.1.0"
+
+
+@hookimpl
+def register_rewards(register):
+    for name, func in REWARDS.items():
+        register(name, func, description=func.__doc__.strip().splitlines()[0])
+
+
+__all__ = ["correctness", "numeric", "exact", "cosine", "register_rewards", "__version__"]

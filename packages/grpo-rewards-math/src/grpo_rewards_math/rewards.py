@@ -1,0 +1,339 @@
+"""The math rewards: TRL reward functions ``f(completions, answer, **kwargs)``.
+
+Module-level functions (picklable). Heavy imports (sympy, math-verify, pebble)
+happen only in the checker pool, on the first call that needs it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from grpo_core.text import completion_text
+
+from .extract import (
+    Extraction,
+    extract_answer,
+    gold_answer_text,
+    normalize_exact,
+    normalize_text,
+    number_value,
+    plain_decimal,
+    prepare_gold,
+    to_math,
+)
+
+DEFAULT_TIMEOUT = 5.0
+_CACHE_SIZE = 16_384
+_cache_lock = threading.Lock()
+_verdicts: OrderedDict[tuple[str, str | None], tuple[bool, bool]] = OrderedDict()
+
+
+def _aligned(name: str, completions: Sequence, column: Any) -> list:
+    if isinstance(column, (str, bytes)) or not isinstance(column, Sequence):
+        raise TypeError(
+            f"'{name}' must be a list with one entry per completion (a dataset column), "
+            f"got {type(column).__name__} {column!r:.80}."
+        )
+    if len(column) != len(completions):
+        raise ValueError(
+            f"'{name}' has {len(column)} entries for {len(completions)} completions; they must align."
+        )
+    return list(column)
+
+
+def _cached(key: tuple[str, str | None]) -> tuple[bool, bool] | None:
+    with _cache_lock:
+        hit = _verdicts.get(key)
+        if hit is not None:
+            _verdicts.move_to_end(key)
+        return hit
+
+
+def _remember(key: tuple[str, str | None], value: tuple[bool, bool]) -> None:
+    with _cache_lock:
+        _verdicts[key] = value
+        _verdicts.move_to_end(key)
+        while len(_verdicts) > _CACHE_SIZE:
+            _verdicts.popitem(last=False)
+        if key[1] is not None and (key[0], None) not in _verdicts:
+            _verdicts[(key[0], None)] = (value[0], False)
+
+
+def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
+    """Decide without sympy when that is provably the same answer:
+    plain integers/decimals on both sides compare exactly; a known-parseable
+    gold and an identical candidate string are equal."""
+    g = plain_decimal(gold)
+    if g is not None:
+        if cand is None:
+            return True, False
+        c = plain_decimal(cand)
+        if c is not None:
+            return True, g == c
+        return None
+    if cand is not None and cand == gold:
+        known = _cached((gold, None))
+        if known is not None and known[0]:
+            return True, True
+    return None
+
+
+def _judge(
+    completions: Sequence,
+    answer: Any,
+    fallback_last_number: bool,
+    timeout: float,
+    workers: int | None,
+) -> tuple[list[float | None], list[Extraction], int]:
+    """Correctness of every completion: 1.0 / 0.0 / None, the extractions and
+    the number of items that ran out of time."""
+    golds = _aligned("answer", completions, answer)
+    extractions = [extract_answer(completion_text(c), fallback_last_number) for c in completions]
+    results: list[float | None] = [None] * len(golds)
+    pending: dict[tuple[str, str | None], list[int]] = {}
+    for i, (gold_obj, ext) in enumerate(zip(golds, extractions)):
+        gold = prepare_gold(gold_obj)
+        if gold.kind == "none":
+            results[i] = None
+        elif gold.kind == "text":
+            results[i] = 1.0 if normalize_text(ext.answer) == gold.value else 0.0
+        else:
+            cand = to_math(ext.answer)
+            key = (gold.value, cand)
+            verdict = _fast(*key) or _cached(key)
+            if verdict is not None:
+                results[i] = (1.0 if verdict[1] else 0.0) if verdict[0] else None
+            else:
+                pending.setdefault(key, []).append(i)
+    timeouts = 0
+    if pending:
+        from . import _worker, pool
+
+        keys = list(pending)
+        outcomes = pool.run(_worker.check, keys, timeout, pool.resolve_workers(workers))
+        for key, outcome in zip(keys, outcomes):
+            if outcome.status == "ok":
+                gold_ok, equal = outcome.value
+                _remember(key, (bool(gold_ok), bool(equal)))
+                score = (1.0 if equal else 0.0) if gold_ok else None
+            else:  # timed out or the worker died: documented as 0.0
+                timeouts += len(pending[key]) if outcome.status == "timeout" else 0
+                score = 0.0
+            for i in pending[key]:
+                results[i] = score
+    return results, extractions, timeouts
+
+
+def _log(kwargs: dict, name: str, extractions: list[Extraction], timeouts: int) -> None:
+    """Extraction failures and timeouts as TRL metrics/columns (never fails the reward)."""
+    try:
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric) and extractions:
+            missing = sum(e.answer is None for e in extractions)
+            log_metric(f"{name}/no_answer", missing / len(extractions))
+            log_metric(f"{name}/timeouts", float(timeouts))
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):
+            log_extra(f"{name}/answer", [(e.answer or "")[:200] for e in extractions])
+    except Exception:
+        pass
+
+
+def correctness(
+    completions: list,
+    answer: list,
+    fallback_last_number: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    workers: int | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """1.0 when the completion's final answer is mathematically equivalent to the gold ``answer``.
+
+    Final answer: the ``<answer>`` block if present (think block ignored), else
+    the last ``\\boxed{}``, else ``#### x``, else an explicit "final answer is /
+    answer:" phrase, else (``fallback_last_number=True``) the last number; an
+    unclosed ``<think>`` has no answer. Gold: a plain number, LaTeX, ``\\boxed{}``
+    or a GSM8K rationale (``#### 72``). Both are normalized (unicode minus and
+    pi, thousands separators, ``1e3``, currency, percent words, "x and y" as a
+    set; prose keeps its formulas, "not 72" has no answer) and compared with
+    math-verify/sympy (numbers, fractions, radicals, sets, intervals,
+    equations, percentages). Word answers ("Paris", "yes") compare as
+    normalized text. Plain numbers on both sides compare exactly in process.
+
+    Returns 1.0 / 0.0, or None when the gold cannot be parsed (never 1.0 for
+    an unparseable gold). Each check runs in the worker pool under ``timeout``
+    seconds; an item past it (or whose worker died) scores 0.0 and the batch
+    still completes. ``workers``: pool size (default ``GRPO_MATH_WORKERS`` or
+    CPUs per process on the host).
+    """
+    scores, extractions, timeouts = _judge(
+        completions, answer, fallback_last_number, timeout, workers
+    )
+    _log(kwargs, "math.correctness", extractions, timeouts)
+    return scores
+
+
+def cosine(
+    completions: list,
+    answer: list,
+    min_value_wrong: float = -1.0,
+    max_value_wrong: float = -0.5,
+    min_value_correct: float = 0.5,
+    max_value_correct: float = 1.0,
+    max_len: int = 1000,
+    fallback_last_number: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    workers: int | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """``math.correctness`` scaled by completion length on a cosine schedule (shorter correct answers earn more).
+
+    open-r1 ``get_cosine_scaled_reward`` / "Demystifying Long CoT" (arXiv
+    2502.03373, App. C.1)::
+
+        progress = min(length / max_len, 1)
+        r = lo + 0.5 * (hi - lo) * (1 + cos(pi * progress))
+
+    with ``(lo, hi) = (min_value_correct, max_value_correct)`` for a correct
+    answer (1.0 at length 0 down to 0.5 at max_len by default) and
+    ``(lo, hi) = (max_value_wrong, min_value_wrong)`` for a wrong one (-1.0 at
+    length 0 up to -0.5 at max_len: long wrong answers are penalized less).
+    Length is the number of completion tokens (``completion_ids``, which TRL
+    passes), else the number of characters; beyond max_len it is clamped.
+    None when the gold cannot be parsed. Correctness and its other parameters
+    are those of ``math.correctness``.
+    """
+    if max_len <= 0:
+        raise ValueError(f"max_len={max_len!r} must be a positive length (tokens).")
+    scores, extractions, timeouts = _judge(
+        completions, answer, fallback_last_number, timeout, workers
+    )
+    _log(kwargs, "math.cosine", extractions, timeouts)
+    ids = kwargs.get("completion_ids")
+    if ids is not None:
+        ids = _aligned("completion_ids", completions, ids)
+    out: list[float | None] = []
+    for i, (score, comp) in enumerate(zip(scores, completions)):
+        if score is None:
+            out.append(None)
+            continue
+        length = len(ids[i]) if ids is not None else len(completion_text(comp))
+        progress = min(length / max_len, 1.0)
+        if score == 1.0:
+            lo, hi = min_value_correct, max_value_correct
+        else:
+            lo, hi = max_value_wrong, min_value_wrong
+        out.append(float(lo + 0.5 * (hi - lo) * (1.0 + math.cos(progress * math.pi))))
+    return out
+
+
+def _bound(values: list | None, i: int) -> float | None:
+    if values is None:
+        return None
+    v = values[i]
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, str):
+        return number_value(to_math(v, gold=True))
+    return None
+
+
+def numeric(
+    completions: list,
+    answer: list,
+    atol: float = 0.0,
+    rtol: float = 0.0,
+    fallback_last_number: bool = False,
+    **kwargs: Any,
+) -> list[float | None]:
+    """1.0 when the final answer is a number within ``atol``/``rtol`` of the gold (or within the ``lower``/``upper`` columns).
+
+    MedCalc-Bench style. Final answer by the chain of ``math.correctness``
+    (plus JSON ``"answer": x``); it must be a single number: ``72``,
+    ``1,234.5``, ``-0.5``, ``\\frac{3}{4}``, ``3/4``, ``1.5e3``, with a unit,
+    ``%`` or degree sign ignored (``12%`` reads 12) and ``x = 5`` read as 5.
+    Correct when ``|x - gold| <= atol + rtol * |gold|`` (plus 1e-9 relative for
+    float noise). When the dataset has ``lower`` / ``upper`` columns (optional;
+    they arrive as kwargs) and an item has them, the item is correct when
+    ``lower <= x <= upper`` instead. None when the gold is not a number and the
+    item has no bounds. Pure Python: no sympy, no pool.
+    """
+    if atol < 0 or rtol < 0:
+        raise ValueError(f"atol={atol!r} and rtol={rtol!r} must be >= 0.")
+    golds = _aligned("answer", completions, answer)
+    lower = kwargs.get("lower")
+    upper = kwargs.get("upper")
+    lower = _aligned("lower", completions, lower) if lower is not None else None
+    upper = _aligned("upper", completions, upper) if upper is not None else None
+    extractions = []
+    out: list[float | None] = []
+    for i, (comp, gold_obj) in enumerate(zip(completions, golds)):
+        ext = extract_answer(completion_text(comp), fallback_last_number)
+        extractions.append(ext)
+        x = number_value(to_math(ext.answer))
+        lo, hi = _bound(lower, i), _bound(upper, i)
+        if lo is not None or hi is not None:
+            if x is None:
+                out.append(0.0)
+                continue
+            ok = (lo is None or x >= lo - 1e-9 * abs(lo)) and (
+                hi is None or x <= hi + 1e-9 * abs(hi)
+            )
+            out.append(1.0 if ok else 0.0)
+            continue
+        if isinstance(gold_obj, (int, float)) and not isinstance(gold_obj, bool):
+            g = float(gold_obj) if math.isfinite(gold_obj) else None
+        else:
+            g = number_value(to_math(gold_answer_text(gold_obj), gold=True))
+        if g is None:
+            out.append(None)
+        elif x is None:
+            out.append(0.0)
+        else:
+            out.append(1.0 if abs(x - g) <= atol + max(rtol, 1e-9) * abs(g) else 0.0)
+    _log(kwargs, "math.numeric", extractions, 0)
+    return out
+
+
+def exact(
+    completions: list,
+    answer: list,
+    fallback_last_number: bool = False,
+    **kwargs: Any,
+) -> list[float | None]:
+    """1.0 when the final answer equals the gold as a normalized string.
+
+    Final answer by the chain of ``math.correctness``; gold after ``####`` or
+    in its last ``\\boxed{}`` if any. Normal form: surrounding ``$``,
+    ``\\(..\\)``, ``**`` and ``\\text{}`` / ``\\textbf{}`` / ``\\mathrm{}`` /
+    ``\\boxed{}`` wrappers stripped, lower case, runs of whitespace as one
+    space, a trailing period dropped. No mathematics: ``0.5`` is not ``1/2``.
+    None when the gold is empty.
+    """
+    golds = _aligned("answer", completions, answer)
+    extractions = []
+    out: list[float | None] = []
+    for comp, gold_obj in zip(completions, golds):
+        ext = extract_answer(completion_text(comp), fallback_last_number)
+        extractions.append(ext)
+        gold = normalize_exact(gold_answer_text(gold_obj))
+        if gold is None:
+            out.append(None)
+        else:
+            out.append(1.0 if normalize_exact(ext.answer) == gold else 0.0)
+    _log(kwargs, "math.exact", extractions, 0)
+    return out
+
+
+REWARDS = {
+    "math.correctness": correctness,
+    "math.numeric": numeric,
+    "math.exact": exact,
+    "math.cosine": cosine,
+}
