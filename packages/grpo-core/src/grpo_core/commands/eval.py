@@ -1,10 +1,133 @@
-"""`grpo eval`."""
+"""`grpo eval CONFIG --checkpoint DIR`: the base model and the trained one on the same
+held-out prompts, scored by the configured rewards, side by side."""
 
 from __future__ import annotations
 
-from . import not_yet
+import json
+import math
+from pathlib import Path
+
+from . import table
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("eval", help="(not implemented yet)")
-    p.set_defaults(func=not_yet("eval"), accepts_extra=True)
+    p = sub.add_parser(
+        "eval",
+        help="held-out evaluation: base model vs trained adapter/checkpoint, scored by the config's rewards",
+    )
+    p.add_argument("config", help="the YAML config the checkpoint was trained with")
+    p.add_argument("--checkpoint", required=True, type=Path,
+                   help="adapter or full checkpoint (a grpo train output dir or a checkpoint-N folder)")
+    p.add_argument("--split", default=None, help="held-out split (default: dataset.eval_split, else 'test')")
+    p.add_argument("--limit", type=int, default=64, help="prompts to evaluate (default 64)")
+    p.add_argument("--samples", type=int, default=1,
+                   help="completions per prompt; 1 = greedy (default), more = sampled at the config's temperature")
+    p.add_argument("--output", type=Path, default=None, help="JSON report (default: CHECKPOINT/eval.json)")
+    p.set_defaults(func=run, accepts_extra=True)
+
+
+def _summary(funcs, per_reward, totals, groups) -> dict:
+    flat = [c for g in groups for c in g]
+    out = {"n": len(flat), "reward_total": _mean(totals),
+           "mean_tokens": _mean([c.num_tokens for c in flat]),
+           "truncated": _mean([float(c.truncated) for c in flat])}
+    for f, values in zip(funcs, per_reward):
+        out[f.__name__] = _mean(values)
+    names = [f.__name__ for f in funcs]
+    acc = next((i for i, n in enumerate(names) if n.startswith("math.")), None)
+    fmt = next((i for i, n in enumerate(names) if n.startswith("format.")), None)
+    out["accuracy"] = _share_full(per_reward[acc]) if acc is not None else None
+    out["format_compliance"] = _share_full(per_reward[fmt]) if fmt is not None else None
+    return out
+
+
+def _mean(values) -> float:
+    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
+def _share_full(values) -> float:
+    """Share of completions with the reward's full score (1.0)."""
+    vals = [v for v in values if v is not None]
+    return sum(float(v) >= 1.0 - 1e-9 for v in vals) / len(vals) if vals else math.nan
+
+
+def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
+    from ..errors import GrpoError
+    from ..generation import adapter_base, check_matches_base, is_adapter_dir
+    from ..models import resolve
+
+    if not checkpoint.is_dir():
+        raise GrpoError(f"--checkpoint {checkpoint} is not a directory.")
+    base_path = resolve(base_id)
+    if is_adapter_dir(checkpoint):
+        trained_on = adapter_base(checkpoint)
+        same = trained_on == base_id or Path(trained_on).expanduser().resolve() == Path(base_path).expanduser().resolve()
+        if not same:
+            raise GrpoError(
+                f"adapter {checkpoint} was trained on {trained_on}, but the config's model.id is {base_id} "
+                f"({base_path}); evaluate it with the config it was trained with, or --model.id {trained_on}."
+            )
+    elif (checkpoint / "config.json").is_file():
+        check_matches_base(checkpoint, base_path)
+    else:
+        raise GrpoError(
+            f"--checkpoint {checkpoint} holds neither an adapter (adapter_config.json) nor a model "
+            f"(config.json); point at a grpo train output directory or a checkpoint-N folder."
+        )
+
+
+def run(args) -> int:
+    from ..config import detect_device, load_config
+    from ..data import build_prompts, load_dataset
+    from ..errors import GrpoError
+    from ..generation import generate, load_policy
+    from ..scoring import call_reward, weighted_totals
+    from ..train import plan
+
+    cfg = load_config(args.config, args.extra)
+    if args.samples < 1 or args.limit < 1:
+        raise GrpoError("--samples and --limit must be at least 1.")
+    _check_checkpoint(args.checkpoint, cfg.model.id)
+    device = detect_device()
+    d = cfg.dataset
+    split = args.split or d.eval_split or "test"
+    ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
+    ds = build_prompts(ds, d.system_prompt, 0, d.answer_template).select(range(min(args.limit, len(ds))))
+    stage = plan(cfg, ds.column_names, device=device)[-1]  # the final objective
+    a = stage.args
+    rows = [ds[i] for i in range(len(ds))]
+    prompts = [r["prompt"] for r in rows]
+    columns = {k: [r[k] for r in rows for _ in range(args.samples)] for k in ds.column_names if k != "prompt"}
+    sampled = args.samples > 1
+    results = {}
+    for label, target in (("base", cfg.model.id), ("trained", str(args.checkpoint))):
+        print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
+        model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
+                                 dtype=cfg.model.dtype, device=device)
+        groups = generate(model, tok, prompts, n=args.samples, max_new_tokens=a.max_completion_length,
+                          temperature=a.temperature, top_p=a.top_p, do_sample=sampled, seed=a.seed)
+        del model
+        texts = [c.text for g in groups for c in g]
+        flat_prompts = [p for p in prompts for _ in range(args.samples)]
+        per = [call_reward(f, texts, columns, flat_prompts) for f in stage.funcs]
+        results[label] = _summary(stage.funcs, per, weighted_totals(per, stage.weights), groups)
+    base, trained = results["base"], results["trained"]
+    delta = {k: (trained[k] - base[k]) if isinstance(base[k], float) and isinstance(trained[k], float) else None
+             for k in base}
+    report = {"split": split, "prompts": len(rows), "samples": args.samples, "greedy": not sampled,
+              "checkpoint": str(args.checkpoint), "base_model": cfg.model.id,
+              "base": base, "trained": trained, "delta": delta}
+    keys = [k for k in base if k != "n"]
+    print(table([[k, _fmt(base[k]), _fmt(trained[k]), _fmt(delta[k], signed=True)] for k in keys],
+                ["metric", "base", "trained", "delta"]))
+    out = args.output or args.checkpoint / "eval.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"report written to {out}")
+    return 0
+
+
+def _fmt(v, signed: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:+.4g}" if signed else f"{v:.4g}"

@@ -1,0 +1,123 @@
+"""`grpo preflight` and `grpo eval` end to end on tiny models, through the CLI."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+import yaml
+
+import grpo_core
+from grpo_core.cli import main
+
+
+def chars(completions, **kwargs):
+    return [float(len(grpo_core.completion_text(c))) for c in completions]
+
+
+def tagged(completions, **kwargs):
+    return [float(grpo_core.completion_text(c).startswith("<think>")) for c in completions]
+
+
+def quiz(split: str = "train", size: int = 12):
+    from datasets import Dataset
+
+    offset = 0 if split == "train" else 100
+    return Dataset.from_dict({"question": [f"What is {i + offset} + 1?" for i in range(size)],
+                              "answer": [str(i + offset + 1) for i in range(size)]})
+
+
+@pytest.fixture
+def toy(register_plugin):
+    mod = types.ModuleType("cli_toy")
+
+    @grpo_core.hookimpl
+    def register_rewards(register):
+        register("toy.chars", chars)
+        register("toy.tagged", tagged)
+
+    @grpo_core.hookimpl
+    def register_datasets(register):
+        register("quiz", quiz)
+
+    mod.register_rewards = register_rewards
+    mod.register_datasets = register_datasets
+    register_plugin(mod, name="toy")
+
+
+def write_config(tmp_path, model, rewards, **extra):
+    cfg = {"model": {"id": str(model), "dtype": "float32"}, "dataset": {"name": "quiz"},
+           "rewards": rewards, "num_generations": 4, "per_device_train_batch_size": 4,
+           "max_completion_length": 10, "temperature": 1.0, "seed": 0, "report_to": [], **extra}
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_preflight_says_dead_when_every_group_scores_the_same(toy, tiny_model, tmp_path, capsys):
+    cfg = write_config(tmp_path, tiny_model, ["toy.tagged"])
+    assert main(["preflight", str(cfg), "--prompts", "3", "--json", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "groups with zero reward spread (total): 100%" in out
+    assert "verdict: DEAD" in out and "toy.tagged gave 0 to every completion" in out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["prompts"] == 3 and report["group_size"] == 4 and report["exit_code"] == 1
+
+
+def test_preflight_ok_with_spread(toy, tiny_model, tmp_path, capsys):
+    cfg = write_config(tmp_path, tiny_model, ["toy.tagged", "toy.chars:0.1"])
+    assert main(["preflight", str(cfg), "--prompts", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: OK" in out
+    assert "groups with zero reward spread (total): 0%" in out
+
+
+def test_preflight_takes_overrides_like_train(toy, tiny_model, tmp_path, capsys):
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"])
+    # a reward list from the command line replaces the config's
+    assert main(["preflight", str(cfg), "--prompts", "2", "--rewards", "toy.tagged"]) == 1
+    assert main(["preflight", str(cfg), "--prompts", "2", "--rewards", "toy.nope"]) == 2
+    assert "unknown reward 'toy.nope'" in capsys.readouterr().err
+
+
+def test_eval_reports_base_trained_and_delta(toy, tiny_model, lora_adapter, tmp_path, capsys):
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"])
+    out = tmp_path / "eval.json"
+    assert main(["eval", str(cfg), "--checkpoint", str(lora_adapter), "--limit", "4",
+                 "--output", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["split"] == "test" and report["prompts"] == 4 and report["greedy"] is True
+    base, trained, delta = report["base"], report["trained"], report["delta"]
+    assert base["toy.chars"] != trained["toy.chars"]  # the adapter really changes the model
+    assert delta["toy.chars"] == pytest.approx(trained["toy.chars"] - base["toy.chars"])
+    assert delta["mean_tokens"] == pytest.approx(trained["mean_tokens"] - base["mean_tokens"])
+    assert base["accuracy"] is None  # no math.* reward configured
+    assert "metric" in capsys.readouterr().out
+
+
+def test_eval_rejects_a_checkpoint_of_another_base(toy, tiny_model, tmp_path, capsys):
+    from grpo_core.testing import make_tiny_model
+
+    other = make_tiny_model(tmp_path / "wide", hidden_size=64)
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"])
+    assert main(["eval", str(cfg), "--checkpoint", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "does not match the base model" in err and "hidden_size: 64 vs base 32" in err
+
+
+def test_eval_rejects_an_adapter_trained_on_another_model(toy, tiny_model, lora_adapter, tmp_path, capsys):
+    from grpo_core.testing import make_tiny_model
+
+    other = make_tiny_model(tmp_path / "other")
+    cfg = write_config(tmp_path, other, ["toy.chars"])
+    assert main(["eval", str(cfg), "--checkpoint", str(lora_adapter)]) == 2
+    assert f"was trained on {tiny_model}" in capsys.readouterr().err
+
+
+def test_eval_rejects_a_directory_with_nothing_in_it(toy, tiny_model, tmp_path, capsys):
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["eval", str(cfg), "--checkpoint", str(empty)]) == 2
+    assert "holds neither an adapter" in capsys.readouterr().err
