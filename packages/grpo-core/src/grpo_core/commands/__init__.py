@@ -57,6 +57,19 @@ def table(rows: list[list[str]], headers: list[str]) -> str:
     return "\n".join(lines)
 
 
+def print_entries(entries: list, as_json: bool, empty_message: str) -> int:
+    """``grpo rewards list`` / ``grpo datasets list``: a table or JSON of registry entries."""
+    if as_json:
+        print_json([{"name": e.name, "plugin": e.plugin, "distribution": e.distribution,
+                     "version": e.version, "description": e.description} for e in entries])
+    elif not entries:
+        print(empty_message)
+    else:
+        print(table([[e.name, e.distribution or "-", e.description] for e in entries],
+                    ["name", "distribution", "description"]))
+    return 0
+
+
 def not_yet(name: str):
     def run(args) -> int:
         print(f"grpo {name}: not implemented in this version yet.", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import parse_key_values, print_json, table
+from . import parse_key_values, print_entries, print_json
 
 
 def add_parser(sub) -> None:
@@ -28,17 +28,8 @@ def add_parser(sub) -> None:
 def run_list(args) -> int:
     from ..data import list_datasets
 
-    entries = list_datasets()
-    if args.json:
-        print_json([{"name": e.name, "plugin": e.plugin, "distribution": e.distribution,
-                     "description": e.description} for e in entries])
-        return 0
-    if not entries:
-        print("No datasets registered. Install a dataset plugin: pip install grpo-datasets")
-        return 0
-    print(table([[e.name, e.distribution or "-", e.description] for e in entries],
-                ["name", "distribution", "description"]))
-    return 0
+    return print_entries(list_datasets(), args.json,
+                         "No datasets registered. Install a dataset plugin: pip install grpo-datasets")
 
 
 def run_show(args) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import sys
 
-from . import parse_key_values, print_json, table
+from . import parse_key_values, print_entries
 
 
 def add_parser(sub) -> None:
@@ -29,21 +29,8 @@ def add_parser(sub) -> None:
 def run_list(args) -> int:
     from ..rewards import list_rewards
 
-    entries = list_rewards()
-    if args.json:
-        print_json([_entry_json(e) for e in entries])
-        return 0
-    if not entries:
-        print("No rewards registered. Install a reward plugin, e.g. pip install grpo-rewards-format")
-        return 0
-    print(table([[e.name, e.distribution or "-", e.description] for e in entries],
-                ["name", "distribution", "description"]))
-    return 0
-
-
-def _entry_json(e) -> dict:
-    return {"name": e.name, "plugin": e.plugin, "distribution": e.distribution,
-            "version": e.version, "description": e.description}
+    return print_entries(list_rewards(), args.json,
+                         "No rewards registered. Install a reward plugin, e.g. pip install grpo-rewards-format")
 
 
 def describe_parameters(func) -> tuple[list[str], list[str]]:
