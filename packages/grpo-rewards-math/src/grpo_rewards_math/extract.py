@@ -187,9 +187,9 @@ def _after_phrase(text: str) -> str | None:
     if rest.startswith("\n"):
         rest = rest.strip()
     cut = _cut_sentence(rest)
-    cut = cut.strip().strip("*_`").strip()
-    cut = cut.rstrip(",;:").strip().strip("\"'").strip()
-    cut = _drop_unbalanced_closers(cut)
+    for _ in range(3):  # '"answer": "17.5"},' -> 17.5
+        cut = cut.strip().strip("*_`").strip().rstrip(",;:").strip().strip("\"'").strip()
+        cut = _drop_unbalanced_closers(cut)
     return cut or None
 
 
@@ -540,7 +540,7 @@ def normalize_exact(s: str | None) -> str | None:
     whitespace collapsed, a trailing period dropped."""
     if s is None:
         return None
-    t = strip_wrappers(s)
+    t = strip_wrappers(s.strip().rstrip(".").strip())
     t = re.sub(r"\s+", " ", t).strip().rstrip(".").strip().lower()
     return t or None
 

@@ -1,7 +1,8 @@
 """The math rewards: TRL reward functions ``f(completions, answer, **kwargs)``.
 
-Module-level functions (picklable). Heavy imports (sympy, math-verify, pebble)
-happen only in the checker pool, on the first call that needs it.
+Module-level functions (picklable). Nothing heavy at import: the extraction
+module (many compiled regexes) loads on the first call, sympy, math-verify and
+pebble only in the checker pool.
 """
 
 from __future__ import annotations
@@ -13,18 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from grpo_core.text import completion_text
-
-from .extract import (
-    Extraction,
-    extract_answer,
-    gold_answer_text,
-    normalize_exact,
-    normalize_text,
-    number_value,
-    plain_decimal,
-    prepare_gold,
-    to_math,
-)
 
 DEFAULT_TIMEOUT = 5.0
 _CACHE_SIZE = 16_384
@@ -67,11 +56,13 @@ def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
     """Decide without sympy when that is provably the same answer:
     plain integers/decimals on both sides compare exactly; a known-parseable
     gold and an identical candidate string are equal."""
-    g = plain_decimal(gold)
+    from . import extract as ex
+
+    g = ex.plain_decimal(gold)
     if g is not None:
         if cand is None:
             return True, False
-        c = plain_decimal(cand)
+        c = ex.plain_decimal(cand)
         if c is not None:
             return True, g == c
         return None
@@ -88,21 +79,23 @@ def _judge(
     fallback_last_number: bool,
     timeout: float,
     workers: int | None,
-) -> tuple[list[float | None], list[Extraction], int]:
+) -> tuple[list[float | None], list, int]:
     """Correctness of every completion: 1.0 / 0.0 / None, the extractions and
     the number of items that ran out of time."""
+    from . import extract as ex
+
     golds = _aligned("answer", completions, answer)
-    extractions = [extract_answer(completion_text(c), fallback_last_number) for c in completions]
+    extractions = [ex.extract_answer(completion_text(c), fallback_last_number) for c in completions]
     results: list[float | None] = [None] * len(golds)
     pending: dict[tuple[str, str | None], list[int]] = {}
     for i, (gold_obj, ext) in enumerate(zip(golds, extractions)):
-        gold = prepare_gold(gold_obj)
+        gold = ex.prepare_gold(gold_obj)
         if gold.kind == "none":
             results[i] = None
         elif gold.kind == "text":
-            results[i] = 1.0 if normalize_text(ext.answer) == gold.value else 0.0
+            results[i] = 1.0 if ex.normalize_text(ext.answer) == gold.value else 0.0
         else:
-            cand = to_math(ext.answer)
+            cand = ex.to_math(ext.answer)
             key = (gold.value, cand)
             verdict = _fast(*key) or _cached(key)
             if verdict is not None:
@@ -128,7 +121,7 @@ def _judge(
     return results, extractions, timeouts
 
 
-def _log(kwargs: dict, name: str, extractions: list[Extraction], timeouts: int) -> None:
+def _log(kwargs: dict, name: str, extractions: list, timeouts: int) -> None:
     """Extraction failures and timeouts as TRL metrics/columns (never fails the reward)."""
     try:
         log_metric = kwargs.get("log_metric")
@@ -232,6 +225,8 @@ def cosine(
 
 
 def _bound(values: list | None, i: int) -> float | None:
+    from . import extract as ex
+
     if values is None:
         return None
     v = values[i]
@@ -240,7 +235,7 @@ def _bound(values: list | None, i: int) -> float | None:
     if isinstance(v, (int, float)):
         return float(v) if math.isfinite(v) else None
     if isinstance(v, str):
-        return number_value(to_math(v, gold=True))
+        return ex.number_value(ex.to_math(v, gold=True))
     return None
 
 
@@ -264,6 +259,8 @@ def numeric(
     ``lower <= x <= upper`` instead. None when the gold is not a number and the
     item has no bounds. Pure Python: no sympy, no pool.
     """
+    from . import extract as ex
+
     if atol < 0 or rtol < 0:
         raise ValueError(f"atol={atol!r} and rtol={rtol!r} must be >= 0.")
     golds = _aligned("answer", completions, answer)
@@ -274,9 +271,9 @@ def numeric(
     extractions = []
     out: list[float | None] = []
     for i, (comp, gold_obj) in enumerate(zip(completions, golds)):
-        ext = extract_answer(completion_text(comp), fallback_last_number)
+        ext = ex.extract_answer(completion_text(comp), fallback_last_number)
         extractions.append(ext)
-        x = number_value(to_math(ext.answer))
+        x = ex.number_value(ex.to_math(ext.answer))
         lo, hi = _bound(lower, i), _bound(upper, i)
         if lo is not None or hi is not None:
             if x is None:
@@ -290,7 +287,7 @@ def numeric(
         if isinstance(gold_obj, (int, float)) and not isinstance(gold_obj, bool):
             g = float(gold_obj) if math.isfinite(gold_obj) else None
         else:
-            g = number_value(to_math(gold_answer_text(gold_obj), gold=True))
+            g = ex.number_value(ex.to_math(ex.gold_answer_text(gold_obj), gold=True))
         if g is None:
             out.append(None)
         elif x is None:
@@ -316,17 +313,19 @@ def exact(
     space, a trailing period dropped. No mathematics: ``0.5`` is not ``1/2``.
     None when the gold is empty.
     """
+    from . import extract as ex
+
     golds = _aligned("answer", completions, answer)
     extractions = []
     out: list[float | None] = []
     for comp, gold_obj in zip(completions, golds):
-        ext = extract_answer(completion_text(comp), fallback_last_number)
+        ext = ex.extract_answer(completion_text(comp), fallback_last_number)
         extractions.append(ext)
-        gold = normalize_exact(gold_answer_text(gold_obj))
+        gold = ex.normalize_exact(ex.gold_answer_text(gold_obj))
         if gold is None:
             out.append(None)
         else:
-            out.append(1.0 if normalize_exact(ext.answer) == gold else 0.0)
+            out.append(1.0 if ex.normalize_exact(ext.answer) == gold else 0.0)
     _log(kwargs, "math.exact", extractions, 0)
     return out
 

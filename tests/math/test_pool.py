@@ -1,0 +1,141 @@
+"""The checker pool: the per-item limit really fires, from any thread or event
+loop; the pool is created once, sized as configured, and never forks us."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import threading
+import time
+
+import pytest
+
+from grpo_rewards_math import _worker, correctness, pool
+
+TOWER = r"\boxed{9^{9^{9^{9}}}}"  # sympy would take minutes (and gigabytes) on this
+LIMIT = 1.0
+# limit + killing and replacing the worker + the other items; generous on a shared 2-core box
+SLACK = 4.0
+
+
+def mixed_batch():
+    comps = [TOWER, r"\boxed{\sqrt{8}}", r"\boxed{3}", "#### 2", TOWER]
+    golds = ["1", r"2\sqrt{2}", r"2\sqrt{2}", "2", "2"]
+    return comps, golds
+
+
+EXPECTED = [0.0, 1.0, 0.0, 1.0, 0.0]
+
+
+def test_time_limit_fires_and_the_batch_completes():
+    comps, golds = mixed_batch()
+    correctness([r"\boxed{1}"], ["1"], workers=2)  # warm the pool
+    start = time.monotonic()
+    out = correctness(comps, golds, timeout=LIMIT, workers=2)
+    took = time.monotonic() - start
+    assert out == EXPECTED
+    assert took < LIMIT + SLACK, took
+    # the killed workers were replaced: the pool still answers
+    assert correctness([r"\boxed{\frac{2}{4}}"], ["0.5"], timeout=LIMIT, workers=2) == [1.0]
+
+
+def test_sleeping_task_is_killed_and_others_are_scored():
+    start = time.monotonic()
+    outcomes = pool.run(time.sleep, [(60,), (0,), (0,)], timeout=0.5, workers=2)
+    assert time.monotonic() - start < 0.5 + SLACK
+    assert [o.status for o in outcomes] == ["timeout", "ok", "ok"]
+    outcomes = pool.run(divmod, [(7, 2), (1, 0)], timeout=5, workers=2)
+    assert outcomes[0] == pool.Outcome("ok", (3, 1))
+    assert outcomes[1] == pool.Outcome("error", "ZeroDivisionError")
+
+
+def test_limit_holds_when_called_from_a_thread():
+    comps, golds = mixed_batch()
+    box = {}
+
+    def target():
+        start = time.monotonic()
+        box["out"] = correctness(comps, golds, timeout=LIMIT, workers=2)
+        box["took"] = time.monotonic() - start
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(60)
+    assert not t.is_alive()
+    assert box["out"] == EXPECTED
+    assert box["took"] < LIMIT + SLACK
+
+
+def test_limit_holds_inside_an_event_loop():
+    comps, golds = mixed_batch()
+    call = functools.partial(correctness, comps, golds, timeout=LIMIT, workers=2)
+
+    async def main():
+        start = time.monotonic()
+        direct = call()  # a plain call from inside a running loop
+        in_thread = await asyncio.get_running_loop().run_in_executor(None, call)
+        both = await asyncio.gather(asyncio.to_thread(call), asyncio.to_thread(call))
+        return direct, in_thread, both, time.monotonic() - start
+
+    direct, in_thread, both, took = asyncio.run(main())
+    assert direct == in_thread == both[0] == both[1] == EXPECTED
+    assert took < 3 * (LIMIT + SLACK)
+
+
+def test_math_verify_works_off_the_main_thread_in_a_worker_module():
+    # math-verify's signal timeouts are disabled inside the worker code: calling it
+    # from a thread raises nothing (with signal.alarm it would raise ValueError)
+    box = {}
+    t = threading.Thread(
+        target=lambda: box.setdefault("r", _worker.check(r"2\sqrt{2}", r"\sqrt{8}"))
+    )
+    t.start()
+    t.join(30)
+    assert box["r"] == (True, True)
+    assert _worker.check(r"\frac{1}{", "1") == (False, False)
+    assert all(type(v) is bool for v in _worker.check("1", "x+"))
+
+
+def test_pool_is_created_once_reused_and_sized():
+    a = {pid for pid, _ in (o.value for o in pool.run(_worker.ping, [()] * 12, 10, workers=2))}
+    b = {pid for pid, _ in (o.value for o in pool.run(_worker.ping, [()] * 12, 10, workers=2))}
+    assert pool.get_pool(2) is pool.get_pool(2)
+    assert 1 <= len(a | b) <= 2  # the same (at most two) processes serve both calls
+    one = {o.value[0] for o in pool.run(_worker.ping, [()] * 6, 10, workers=1)}
+    assert len(one) == 1 and one.isdisjoint(a)  # another pool, of one process
+
+
+def test_workers_are_not_forked_from_the_caller():
+    pids = {o.value for o in pool.run(_worker.ping, [()] * 4, 10, workers=2)}
+    for pid, ppid in pids:
+        assert pid != os.getpid()
+        assert ppid != os.getpid()  # forkserver children: the server is the parent
+
+
+def test_pool_size_from_env_and_world_size(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
+    monkeypatch.delenv(pool.ENV_WORKERS, raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert pool.default_workers() == 8  # capped
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    assert pool.default_workers() == 4  # 16 CPUs shared by 4 training processes
+    monkeypatch.setenv(pool.ENV_WORKERS, "3")
+    assert pool.default_workers() == 3
+    assert pool.resolve_workers(5) == 5
+    monkeypatch.setenv(pool.ENV_WORKERS, "zero")
+    with pytest.raises(ValueError, match="GRPO_MATH_WORKERS='zero'"):
+        pool.default_workers()
+    with pytest.raises(ValueError, match="workers=0"):
+        pool.resolve_workers(0)
+    with pytest.raises(ValueError, match="timeout"):
+        pool.run(_worker.ping, [()], timeout=float("nan"), workers=1)
+
+
+def test_correctness_honours_the_workers_parameter():
+    before = set(pool._pools)
+    n = 1000 + os.getpid() % 1000  # an input no earlier test has cached
+    assert correctness([rf"\boxed{{\sqrt{{{n * n}}}}}"], [str(n)], workers=3) == [1.0]
+    assert 3 in pool._pools
+    pool._pools.pop(3).stop()
+    assert set(pool._pools) >= before - {3}
