@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from functools import lru_cache
 
 from latex2sympy2_extended import NormalizationConfig  # noqa: F401  (warm the import)
 from math_verify import LatexExtractionConfig, parse, verify
@@ -45,7 +46,9 @@ def init() -> None:
             pass
 
 
+@lru_cache(maxsize=4096)
 def _parse(latex: str) -> list:
+    """Parsed once per worker: a GRPO group shares its gold, and equal answers recur."""
     return parse(
         "$" + latex + "$",
         extraction_config=_LATEX,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from functools import lru_cache
 
 MAX_TEXT_CHARS = 100_000  # longer completions keep their last 100k characters
@@ -571,6 +572,48 @@ def plain_decimal(s: str | None) -> Decimal | None:
         return None
 
 
+def plain_rational(s: str | None) -> Fraction | None:
+    """``s`` as an exact Fraction when it is an integer or a fraction of
+    integers (``-3``, ``\\frac{6}{4}``, ``-\\dfrac{1}{2}``, ``3/4``)."""
+    if s is None:
+        return None
+    m = _INT_FRAC_RE.fullmatch(s.strip())
+    if not m:
+        return None
+    sign = -1 if m.group(1) else 1
+    if m.group(2) is not None:
+        num, den = int(m.group(2)), int(m.group(3))
+    elif m.group(4) is not None:
+        num, den = int(m.group(4)), int(m.group(5))
+    else:
+        num, den = int(m.group(6)), 1
+    return None if den == 0 else sign * Fraction(num, den)
+
+
+def plain_interval(s: str | None) -> tuple | None:
+    """``s`` as (bracket, Decimal, Decimal, bracket) when it is an interval or
+    pair of plain numbers (``[1, 2)``, ``(-\\infty, 3]``), else None."""
+    if s is None:
+        return None
+    m = _INTERVAL_RE.fullmatch(s.strip())
+    if not m:
+        return None
+    ends = []
+    for e in (m.group(2), m.group(3)):
+        e = e.replace(" ", "")
+        if e.endswith("\\infty"):
+            ends.append(Decimal("-Infinity") if e.startswith("-") else Decimal("Infinity"))
+        else:
+            ends.append(Decimal(e))
+    return m.group(1), ends[0], ends[1], m.group(4)
+
+
+_END = r"(?:[-+]?\s*\\infty|[-+]?\d{1,40}(?:\.\d{1,40})?)"
+_INTERVAL_RE = re.compile(rf"\s*([\[(])\s*({_END})\s*,\s*({_END})\s*([\])])\s*")
+_INT_FRAC_RE = re.compile(
+    r"(-)?\s*(?:\\[dt]?frac\s*\{\s*(-?\d{1,40})\s*\}\s*\{\s*(-?\d{1,40})\s*\}"
+    r"|(-?\d{1,40})\s*/\s*(-?\d{1,40})|(\d{1,40}))"
+)
 _FRAC_RE = re.compile(
     r"(-)?\\[dt]?frac\s*\{\s*(-?\d{1,40}(?:\.\d{1,40})?)\s*\}\s*\{\s*(-?\d{1,40}(?:\.\d{1,40})?)\s*\}"
 )

@@ -53,19 +53,22 @@ def _remember(key: tuple[str, str | None], value: tuple[bool, bool]) -> None:
 
 
 def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
-    """Decide without sympy when that is provably the same answer:
-    plain integers/decimals on both sides compare exactly; a known-parseable
-    gold and an identical candidate string are equal."""
+    """Decide without sympy when that is provably right: plain decimals on
+    both sides compare exactly as decimals, integers and fractions of integers
+    exactly as fractions (mixed decimal/fraction pairs go to the checker, which
+    rounds floats to 6 places), intervals/pairs of plain numbers bracket by
+    bracket and end by end; a known-parseable gold and an identical candidate
+    string are equal."""
     from . import extract as ex
 
-    g = ex.plain_decimal(gold)
-    if g is not None:
-        if cand is None:
-            return True, False
-        c = ex.plain_decimal(cand)
-        if c is not None:
-            return True, g == c
-        return None
+    for exact_value in (ex.plain_decimal, ex.plain_rational, ex.plain_interval):
+        g = exact_value(gold)
+        if g is not None:
+            if cand is None:
+                return True, False
+            c = exact_value(cand)
+            if c is not None:
+                return True, g == c
     if cand is not None and cand == gold:
         known = _cached((gold, None))
         if known is not None and known[0]:
