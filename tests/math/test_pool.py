@@ -139,3 +139,26 @@ def test_correctness_honours_the_workers_parameter():
     assert 3 in pool._pools
     pool._pools.pop(3).stop()
     assert set(pool._pools) >= before - {3}
+
+
+def test_a_crashed_worker_scores_as_an_error_and_is_replaced():
+    outcomes = pool.run(os._exit, [(3,)], timeout=5, workers=2)
+    assert outcomes[0].status == "error"
+    assert pool.run(divmod, [(9, 4)], timeout=5, workers=2)[0] == pool.Outcome("ok", (2, 1))
+
+
+def test_timeouts_are_reported_to_trl():
+    metrics = {}
+    comps, golds = mixed_batch()
+    out = correctness(
+        comps, golds, timeout=LIMIT, workers=2, log_metric=lambda k, v: metrics.setdefault(k, v)
+    )
+    assert out == EXPECTED
+    assert metrics["math.correctness/timeouts"] == 2.0  # the two towers
+
+
+def test_a_broken_install_raises_instead_of_scoring_zero():
+    import importlib
+
+    with pytest.raises(ImportError, match="cannot import no_such_module_xyz"):
+        pool.run(importlib.import_module, [("no_such_module_xyz",)], timeout=5, workers=2)

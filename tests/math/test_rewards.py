@@ -199,3 +199,30 @@ def test_rewards_pickle_by_reference():
 
     for f in (correctness, numeric, exact, cosine):
         assert pickle.loads(pickle.dumps(f)) is f
+
+
+@pytest.mark.parametrize(
+    "gold, cand",
+    [
+        ("72", "72.0"),
+        ("72", "73"),
+        ("72", r"\frac{144}{2}"),
+        (r"\frac{1}{2}", r"\frac{2}{4}"),
+        (r"\frac{1}{2}", "-1/2"),
+        (r"-\frac{3}{4}", r"\dfrac{-6}{8}"),
+        ("0.5", "0.50"),
+        ("0.5", "0.05"),
+        ("[1, 2)", "[1,2)"),
+        ("[1, 2)", "(1, 2)"),
+        (r"(-\infty, 3]", r"(-\infty,3]"),
+        (r"(0, \infty)", r"(0, -\infty)"),
+        ("(1, 2)", "(1.0, 2)"),
+    ],
+)
+def test_fast_path_agrees_with_the_checker(gold, cand):
+    from grpo_rewards_math import _worker
+    from grpo_rewards_math.rewards import _fast
+
+    fast = _fast(gold, cand)
+    assert fast is not None  # decided in process
+    assert fast == _worker.check(gold, cand)

@@ -99,6 +99,8 @@ def test_script_without_main_guard_runs_once_and_exits(tmp_path):
             from grpo_rewards_math import correctness
             print(correctness([r"\boxed{\sqrt{8}}", r"\boxed{9^{9^{9^{9}}}}"], [r"2\sqrt{2}", "1"],
                               timeout=1.0, workers=1), flush=True)
+            import sys
+            print("heavy in caller:", [m for m in ("sympy", "math_verify") if m in sys.modules])
             """
         )
     )
@@ -113,5 +115,6 @@ def test_script_without_main_guard_runs_once_and_exits(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.count("START") == 1, out.stdout  # not re-run in the checker processes
     assert "[1.0, 0.0]" in out.stdout
+    assert "heavy in caller: []" in out.stdout  # sympy/math-verify stay in the checkers
     assert "Traceback" not in out.stderr, out.stderr[-2000:]
     assert time.monotonic() - start < 60  # and the interpreter exits (no join on live workers)

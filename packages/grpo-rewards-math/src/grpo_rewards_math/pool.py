@@ -6,10 +6,10 @@ item is a task in a pebble ``ProcessPool``; a task that runs past its limit has
 its worker killed and replaced, and the batch goes on.
 
 - Context: forkserver (spawn where there is none), never fork: a training
-  process holds torch threads. The forkserver preloads the worker module, so a
+  process holds torch threads. The forkserver preloads math-verify/sympy, so a
   replacement worker starts in milliseconds instead of re-importing sympy.
-  As with any spawn/forkserver pool, a training *script* needs an
-  ``if __name__ == "__main__":`` guard.
+  Unlike a plain spawn/forkserver pool, the workers do not re-run the
+  caller's ``__main__``, so a script without a main guard is safe.
 - Size: ``workers`` argument, else ``GRPO_MATH_WORKERS``, else the usable CPUs
   divided by ``LOCAL_WORLD_SIZE`` (processes per host under torchrun or
   accelerate), at most 8. Created lazily on first use, kept for the process.
@@ -132,13 +132,13 @@ class SpawnCheckerContext(_mpc.SpawnContext):
 
 
 def _context():
-    """forkserver (preloading the worker module) where available, else spawn;
+    """forkserver (preloading ``_verify``: math-verify, sympy) where available, else spawn;
     its processes carry ``CHECKER_NAME``."""
     _install_no_main_hook()
     if "forkserver" in multiprocessing.get_all_start_methods():
         try:
             multiprocessing.get_context("forkserver").set_forkserver_preload(
-                ["grpo_rewards_math._worker"]
+                ["grpo_rewards_math._verify"]
             )
         except Exception:
             pass
@@ -226,6 +226,11 @@ def run(func: Callable, arg_tuples: list[tuple], timeout: float, workers: int) -
                 stalled = True
                 fut.cancel()
                 outcomes.append(Outcome("timeout"))
+        except ImportError as exc:  # a broken install must not read as "every answer wrong"
+            raise ImportError(
+                f"the math checker processes cannot import {exc.name or 'a module'} ({exc}); "
+                f"reinstall grpo-rewards-math with its dependencies (math-verify[antlr4_13_2], sympy)."
+            ) from exc
         except Exception as exc:  # ProcessExpired, MemoryError, ...
             outcomes.append(Outcome("error", type(exc).__name__))
     if stalled:
