@@ -147,6 +147,9 @@ def main() -> int:
     )
     ap.add_argument("--limit", type=float, default=2.0, help="per-item time limit, seconds")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--group", type=int, default=8, help="completions per prompt (GRPO num_generations)"
+    )
     args = ap.parse_args()
     logging.disable(logging.WARNING)  # math-verify warns on every timeout it handles
 
@@ -156,11 +159,11 @@ def main() -> int:
 
     workers = pool.resolve_workers(args.workers)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    completions, golds = make_batch(args.n, args.seed)
+    completions, golds = make_batch(args.n, args.seed, args.group)
     long_share = sum(len(c) > 1500 for c in completions) / len(completions)
     avg_len = sum(map(len, completions)) / len(completions)
     print(
-        f"{args.n} completions in GRPO groups of 8 ({long_share:.0%} long, mean {avg_len:.0f} chars), "
+        f"{args.n} completions in GRPO groups of {args.group} ({long_share:.0%} long, mean {avg_len:.0f} chars), "
         f"{len(set(golds))} distinct golds, {len(set(completions))} distinct completions; "
         f"{cpus} CPUs, {workers} checker processes, "
         f"limit {args.limit:g}s"

@@ -86,6 +86,8 @@ def test_last_number_fallback_is_opt_in():
         ("\u22123", "-3"),
         ("2\u03c0", r"2 \pi"),
         ("\u221a2", r"\sqrt{2}"),
+        ("2 pi", r"2 \pi"),
+        ("-infinity", r"-\infty"),
         ("1.5e3", r"1.5\times 10^{3}"),
         ("1.2 x 10^4", r"1.2\times 10^{4}"),
         ("25%", r"25\%"),

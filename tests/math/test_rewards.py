@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grpo_rewards_math
 from grpo_rewards_math import correctness, cosine, exact, numeric
@@ -226,3 +228,18 @@ def test_fast_path_agrees_with_the_checker(gold, cand):
     fast = _fast(gold, cand)
     assert fast is not None  # decided in process
     assert fast == _worker.check(gold, cand)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(min_value=-(10**12), max_value=10**12),
+    style=st.sampled_from(
+        [r"\boxed{{{s}}}", "#### {s}", "The final answer is ${s}$.", "<answer>{s}</answer>"]
+    ),
+    sep=st.booleans(),
+)
+def test_integers_in_any_style(n, style, sep):
+    s = f"{n:,}" if sep else str(n)
+    assert correctness([style.format(s=s)], [str(n)]) == [1.0]
+    assert correctness([style.format(s=str(n + 1))], [str(n)]) == [0.0]
+    assert numeric([style.format(s=s)], [n]) == [1.0]

@@ -291,6 +291,7 @@ _NEGATION_RE = re.compile(
     r"incorrect|wrong|false|maybe|perhaps|possibly|unsure|guess)\b",
     re.IGNORECASE,
 )
+_WORD_CONST_RE = re.compile(r"(?<![\\A-Za-z])(?:infinity|pi)(?![A-Za-z])", re.IGNORECASE)
 _AND_OR_RE = re.compile(r"\s*,?\s*\b(?:and|or)\b\s*", re.IGNORECASE)
 _PERCENT_WORD_RE = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b", re.IGNORECASE)
 _THOUSANDS_RE = re.compile(r"(?<![\d.,(\[{])(\d{1,3}(?:,\d{3})+)(?![\d,)\]}])(?!\.\d*,)")
@@ -390,6 +391,9 @@ def to_math(answer: str | None, *, gold: bool = False) -> str | None:
     if s == "\x00not":
         return None
     s = _PERCENT_WORD_RE.sub("%", s)
+    s = _WORD_CONST_RE.sub(
+        lambda m: r"\infty" if m.group(0).lower().startswith("inf") else r"\pi", s
+    )
     s = s.replace("**", " ").strip()
     s = re.sub(r"^(?:\\(?:displaystyle|quad|qquad)\s*)+", "", s)
     words = prose_words(s)
