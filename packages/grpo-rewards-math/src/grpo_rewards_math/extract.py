@@ -10,8 +10,10 @@ Completion chain (``extract_answer``), first hit wins:
    inside it, the same chain from step 3, else the whole block;
 2. otherwise the text after the last ``</think>`` (an unclosed ``<think>``
    means there is no answer yet);
-3. the last ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces; one box only,
-   so two nearby boxes are never merged into a set);
+3. the last ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces), joined into
+   a set only with boxes right before it separated by nothing but a comma,
+   "and" or "or" (so "\\boxed{3}. Wait: \\boxed{4}" is 4, and "either
+   \\boxed{72} or \\boxed{73}" is {72, 73});
 4. the last ``#### x`` line (GSM8K);
 5. the last explicit phrase: "final answer is / final answer: / answer: /
    the answer (to ...) is / \"answer\": x" up to the end of the sentence;
