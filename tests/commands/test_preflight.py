@@ -21,10 +21,12 @@ def length(completions, **kwargs):
     return [float(len(grpo_core.completion_text(c))) for c in completions]
 
 
-def extracting(completions, answer, log_extra=None, **kwargs):
+def extracting(completions, answer, log_metric=None, log_extra=None, **kwargs):
     found = [t if t.strip().isdigit() else None for t in map(grpo_core.completion_text, completions)]
+    if log_metric and found:
+        log_metric("toy.extract/no_answer", sum(f is None for f in found) / len(found))
     if log_extra:
-        log_extra("toy.extract/extracted", found)
+        log_extra("toy.extract/answer", [f or "" for f in found])
     return [float(f == a) for f, a in zip(found, answer)]
 
 
@@ -61,9 +63,10 @@ def test_zero_spread_setup_is_dead(toy, sampled):
     assert report.advice[0].startswith("100% of groups have identical rewards")
     assert any(a.startswith("toy.strict gave 0 to every completion") for a in report.advice)
     # the extractor found no number in random text: 100% extraction failures, reported
-    assert report.extraction_failures == {"toy.extract/extracted": 1.0}
+    assert report.extraction_failures == {"toy.extract": 1.0}
+    assert report.samples[0]["extracted"] == {"toy.extract/answer": ""}
     text = preflight.format_report(report)
-    assert "verdict: DEAD" in text and "answer-extraction failures (toy.extract/extracted): 100%" in text
+    assert "verdict: DEAD" in text and "answer-extraction failures (toy.extract): 100%" in text
 
 
 def test_setup_with_spread_is_ok(toy, sampled):

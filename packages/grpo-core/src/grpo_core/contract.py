@@ -83,6 +83,8 @@ def _columns_for(func: Callable, n: int, columns: dict | None) -> dict[str, list
     for col in required:
         value = (columns or {}).get(col, SYNTHETIC_COLUMN_VALUES.get(col, "42"))
         out[col] = [value] * n
+    for col, value in (columns or {}).items():  # optional columns too (e.g. lower/upper)
+        out[col] = [value] * n
     return out
 
 

@@ -17,7 +17,10 @@ from .scoring import RewardStats, call_reward, weighted_totals
 
 DEAD_SHARE = 0.9   # at least this share of flat groups: no learning signal (exit 1)
 WEAK_SHARE = 0.5   # at least this share: a weak signal (warning)
-EXTRACTED_SUFFIX = "extracted"  # rewards may log_extra("<name>/extracted", [answer or None, ...])
+# Rewards that extract a final answer report, through TRL's log_metric, the share of
+# completions where they found none ("<reward>/no_answer"), and may log_extra the
+# extracted answers ("<reward>/answer"), shown next to the samples.
+NO_ANSWER_SUFFIX = "/no_answer"
 
 
 @dataclass
@@ -55,14 +58,19 @@ def score_groups(funcs, weights, prompts: list, rows: list[dict], groups: list[l
     columns = {k: [r.get(k) for r in rows for _ in range(n)] for k in (rows[0] if rows else {})
                if k not in ("prompt", "completion")}
     extras: dict[str, list] = {}
+    metrics: dict[str, list] = {}
 
     def log_extra(column: str, values: list) -> None:
         extras.setdefault(column, []).extend(values)
 
+    def log_metric(name: str, value: float) -> None:
+        metrics.setdefault(name, []).append(float(value))
+
     ids = [c.token_ids for g in groups for c in g] if groups and groups[0][0].token_ids is not None else None
-    per_reward = [call_reward(f, completions, columns, flat_prompts, ids, log_extra=log_extra) for f in funcs]
+    per_reward = [call_reward(f, completions, columns, flat_prompts, ids, log_extra=log_extra,
+                              log_metric=log_metric) for f in funcs]
     return {"per_reward": per_reward, "totals": weighted_totals(per_reward, weights), "extras": extras,
-            "completions": completions, "n": n}
+            "metrics": metrics, "completions": completions, "n": n}
 
 
 def analyze(funcs, weights, prompts: list, rows: list[dict], groups: list[list[Any]],
@@ -82,10 +90,9 @@ def analyze(funcs, weights, prompts: list, rows: list[dict], groups: list[list[A
     flat_completions = [c for g in groups for c in g]
     truncation = sum(c.truncated for c in flat_completions) / max(len(flat_completions), 1)
     mean_tokens = sum(c.num_tokens for c in flat_completions) / max(len(flat_completions), 1)
-    extraction = {}
-    for column, values in scored["extras"].items():
-        if column.endswith(EXTRACTED_SUFFIX) and values:
-            extraction[column] = sum(v is None or v == "" for v in values) / len(values)
+    extraction = {name[: -len(NO_ANSWER_SUFFIX)]: sum(v) / len(v)
+                  for name, v in scored["metrics"].items() if name.endswith(NO_ANSWER_SUFFIX) and v}
+    answers = {k: v for k, v in scored["extras"].items() if k.endswith("/answer") and len(v) == len(totals)}
     samples = []
     for gi in range(min(n_samples, n_groups)):
         for ci in range(min(2, n)):
@@ -93,6 +100,7 @@ def analyze(funcs, weights, prompts: list, rows: list[dict], groups: list[list[A
             samples.append({"prompt": prompts[gi][-1]["content"] if isinstance(prompts[gi], list) else prompts[gi],
                             "completion": scored["completions"][k],
                             "scores": {name: vals[k] for name, vals in zip(names, per_reward)},
+                            "extracted": {col: vals[k] for col, vals in answers.items()},
                             "total": totals[k]})
     report = Report(n_groups, n, stats, flat_share, flat_by, truncation, mean_tokens, extraction, samples)
     _judge(report, temperature)
@@ -146,7 +154,8 @@ def format_report(r: Report) -> str:
     lines.append("")
     for s in r.samples:
         text = s["completion"].replace("\n", " ")
-        lines.append(f"- {s['prompt'][:60]!r} -> {text[:160]!r}  total={_f(s['total'])}")
+        got = "".join(f"  {col}={val!r}" for col, val in s["extracted"].items())
+        lines.append(f"- {s['prompt'][:60]!r} -> {text[:160]!r}  total={_f(s['total'])}{got}")
     lines.append("")
     lines.append(f"verdict: {r.verdict.upper()}")
     lines.extend(f"  * {a}" for a in r.advice)

@@ -38,7 +38,7 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print):
         model, tokenizer, prompts, n=a.num_generations, max_new_tokens=a.max_completion_length,
         temperature=a.temperature, top_p=a.top_p, top_k=a.top_k, min_p=a.min_p,
         repetition_penalty=a.repetition_penalty, seed=a.seed,
-        batch_size=max(1, a.per_device_train_batch_size // max(a.num_generations, 1)) or 1,
+        batch_size=max(1, 64 // max(a.num_generations, 1)),  # ~64 sequences per generate call
         chat_template_kwargs=getattr(a, "chat_template_kwargs", None),
     )
     return prompts, groups
