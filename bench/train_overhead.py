@@ -1,7 +1,13 @@
 """Per-step cost of `grpo train` over a bare `trl.GRPOTrainer` script: the same
 tiny-model GRPO run (same rewards resolved by name, same data, seed, LoRA and
 GRPOConfig), alternating the two, several runs each. Prints the median
-per-step time (train_runtime / steps) of each and their ratio (target <= 1.02).
+per-step time of each (wall time between consecutive step logs, so callbacks
+and logging count; first step of a run left out as warm-up) and their ratio
+(target <= 1.02), and checks both logged the same rewards at every step
+(the same run, really).
+
+Both run with OMP_NUM_THREADS=1: on a shared machine a tiny model's steps
+otherwise vary tenfold with the other processes' load.
 
     python bench/train_overhead.py [--runs 5] [--steps 20]
 
@@ -22,7 +28,7 @@ import textwrap
 import time
 from pathlib import Path
 
-REWARDS = ["length.ideal(target=8):1.0", "repetition.ngram:0.5"]
+REWARDS = ["length.ideal(target=24, unit='chars'):1.0", "repetition.ngram:0.5"]
 DATASET = {"name": "arithmetic", "params": {"size": 200, "level": 1}, "system_prompt": "plain"}
 
 CONFIG = """\
@@ -46,8 +52,9 @@ health: false
 """
 
 BARE = """\
-import json, sys
+import json, sys, time
 from peft import LoraConfig
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 import grpo_core
 
@@ -60,10 +67,21 @@ args = GRPOConfig(output_dir=out, max_steps=steps, learning_rate=1e-4, per_devic
                   save_strategy="no", report_to=[], logging_steps=1, use_cpu=True, bf16=False,
                   seed=0, reward_weights=weights)
 peft = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=ds, peft_config=peft)
+times = []
+
+
+class Clock(TrainerCallback):  # only to read the time of each step log, as grpo train's metrics.jsonl does
+    def on_log(self, args, state, control, logs=None, **kw):
+        if "reward" in logs:
+            times.append(time.time())
+
+
+trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=ds, peft_config=peft,
+                      callbacks=[Clock()])
 metrics = trainer.train().metrics
-rewards = [r["reward"] for r in trainer.state.log_history if "reward" in r]
-print("RESULT " + json.dumps({{"runtime": metrics["train_runtime"], "rewards": rewards}}))
+steps = [r for r in trainer.state.log_history if "reward" in r]
+print("RESULT " + json.dumps({{"runtime": metrics["train_runtime"], "rewards": [r["reward"] for r in steps],
+                              "times": times}}))
 """
 
 
@@ -74,7 +92,9 @@ def run_grpo(cfg: Path, out: Path, env: dict) -> dict:
         sys.exit(f"grpo train failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     recs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     runtime = next(r["train_runtime"] for r in recs if "train_runtime" in r)
-    return {"runtime": runtime, "rewards": [r["reward"] for r in recs if "reward" in r]}
+    steps = [r for r in recs if "reward" in r]
+    return {"runtime": runtime, "rewards": [r["reward"] for r in steps],
+            "times": [r["time"] for r in steps]}
 
 
 def run_bare(script: Path, model: Path, steps: int, out: Path, env: dict) -> dict:
@@ -86,6 +106,11 @@ def run_bare(script: Path, model: Path, steps: int, out: Path, env: dict) -> dic
     return json.loads(line[len("RESULT "):])
 
 
+def _per_step(times: list[float]) -> float:
+    """Median interval between consecutive step logs, the first step left out."""
+    return statistics.median(b - a for a, b in zip(times[1:], times[2:]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="runs of each (default 5)")
@@ -95,7 +120,7 @@ def main() -> None:
     from grpo_core.testing import make_tiny_model
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               TRANSFORMERS_VERBOSITY="error", GRPO_PLUGINS="grpo-datasets,grpo-rewards-format")
+               TRANSFORMERS_VERBOSITY="error", OMP_NUM_THREADS="1", GRPO_PLUGINS="grpo-datasets,grpo-rewards-format")
     with tempfile.TemporaryDirectory(prefix="grpo-bench-") as tmp:
         tmp = Path(tmp)
         model = make_tiny_model(tmp / "model", hidden_size=64)
@@ -115,8 +140,8 @@ def main() -> None:
                 results[which] = (run_grpo(cfg, out, env) if which == "grpo"
                                   else run_bare(script, model, opts.steps, out, env))
             g, b = results["grpo"], results["bare"]
-            grpo_times.append(g["runtime"] / opts.steps)
-            bare_times.append(b["runtime"] / opts.steps)
+            grpo_times.append(_per_step(g["times"]))
+            bare_times.append(_per_step(b["times"]))
             same &= [round(x, 5) for x in g["rewards"]] == [round(x, 5) for x in b["rewards"]]
             print(f"run {i + 1}/{opts.runs}: grpo train {grpo_times[-1] * 1000:.1f} ms/step, "
                   f"bare GRPOTrainer {bare_times[-1] * 1000:.1f} ms/step", flush=True)
