@@ -114,3 +114,43 @@ def test_resume_in_the_second_stage_skips_the_first(grpo, tmp_path):
     assert "Stage 'format' already finished" in out + err
     assert [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["5/5"]
     assert [r["step"] for r in step_records(run / "metrics.jsonl")] == [1, 2, 3, 4, 5]
+
+
+def test_full_fine_tune_writes_the_model(grpo, tmp_path):
+    code, out, err = grpo(TINY, "--lora", "false", "--max_steps", "1")
+    assert code == 0, err
+    assert (tmp_path / "out" / "model" / "config.json").is_file()
+    assert not (tmp_path / "out" / "adapter").exists()
+
+
+def test_merged_model_on_request(grpo, tmp_path):
+    code, out, err = grpo(TINY, "--lora.merge", "true", "--max_steps", "1")
+    assert code == 0, err
+    merged = tmp_path / "out" / "merged"
+    assert (merged / "config.json").is_file() and not (merged / "adapter_config.json").exists()
+
+
+def test_eval_split_is_evaluated(grpo, tmp_path):
+    code, out, err = grpo(TINY, "--dataset.eval_split", "test", "--dataset.eval_params.size", "4",
+                          "--eval_strategy", "steps", "--eval_steps", "2")
+    assert code == 0, err
+    recs = records(tmp_path / "out" / "metrics.jsonl")
+    assert any("eval_reward" in r for r in recs)
+
+
+def test_dry_run_checks_without_loading_a_model(grpo, tmp_path, monkeypatch):
+    import grpo_core.models
+
+    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("model loaded"))
+    code, out, err = grpo(TINY, "--dry-run")
+    assert code == 0, err
+    assert "stage 'main': 2 steps" in out and "test.short:0.5" in out
+
+
+def test_rerun_without_resume_starts_over(grpo, tmp_path):
+    assert grpo(TINY, "--save_strategy", "steps", "--save_steps", "1")[0] == 0
+    assert (tmp_path / "out" / "checkpoint-2").is_dir()
+    code, out, err = grpo(TINY, "--max_steps", "1")
+    assert code == 0, err
+    assert "Starting over" in out and not (tmp_path / "out" / "checkpoint-2").exists()
+    assert [r["step"] for r in step_records(tmp_path / "out" / "metrics.jsonl")] == [1]

@@ -274,6 +274,8 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
             log(f"--resume: nothing to resume in {root}; starting from the beginning.")
     else:
         _start_fresh(root, plans, log)
+    if cfg.health.enabled:
+        (root / HEALTH).touch()  # empty: no warnings
     _write_resolved(cfg, plans, root, device)
 
     # 2. the model
