@@ -106,7 +106,8 @@ def run(args) -> int:
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device)
         groups = generate(model, tok, prompts, n=args.samples, max_new_tokens=a.max_completion_length,
-                          temperature=a.temperature, top_p=a.top_p, do_sample=sampled, seed=a.seed)
+                          temperature=a.temperature, top_p=a.top_p, do_sample=sampled, seed=a.seed,
+                          threads=(cfg.model.generation_threads or 1) if device == "cpu" else None)
         del model
         texts = [c.text for g in groups for c in g]
         flat_prompts = [p for p in prompts for _ in range(args.samples)]

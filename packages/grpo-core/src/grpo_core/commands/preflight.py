@@ -40,6 +40,7 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print):
         repetition_penalty=a.repetition_penalty, seed=a.seed,
         batch_size=max(1, 64 // max(a.num_generations, 1)),  # ~64 sequences per generate call
         chat_template_kwargs=getattr(a, "chat_template_kwargs", None),
+        threads=(cfg.model.generation_threads or 1) if device == "cpu" else None,
     )
     return prompts, groups
 
