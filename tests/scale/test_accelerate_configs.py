@@ -15,7 +15,7 @@ EXPECTED = {
     "zero3.yaml": ("DEEPSPEED", 8, 1, 3, None),
     "fsdp.yaml": ("FSDP", 8, 1, None, 2),
     "multinode-zero3.yaml": ("DEEPSPEED", 16, 2, 3, None),
-    "cpu-2proc.yaml": ("MULTI_CPU", 2, 1, None, None),
+    "cpu-2proc.yaml": ("MULTI_GPU", 2, 1, None, None),
 }
 
 

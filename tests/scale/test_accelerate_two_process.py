@@ -1,0 +1,66 @@
+"""`grpo train` under `accelerate launch` with 2 CPU processes (gloo): plugins load
+in every process, each process scores rewards on its own slice, and one set of
+outputs is written by the main process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from ..core.fakedist import make_dist
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PLUGIN = """
+import os
+from grpo_core import hookimpl, completion_text
+
+def rank_marker(completions, **kwargs):
+    # one line per call: which process scored how many completions
+    with open(os.path.join(os.environ["GRPO_TEST_MARKS"], f"rank{os.environ.get('RANK', '0')}.log"), "a") as fh:
+        fh.write(f"{len(completions)}\\n")
+    return [float(len(completion_text(c))) for c in completions]
+
+@hookimpl
+def register_rewards(register):
+    register("marks.rank", rank_marker)
+"""
+
+
+def test_two_cpu_processes_train_score_and_write_once(tiny_model, tmp_path):
+    site, marks, out = tmp_path / "site", tmp_path / "marks", tmp_path / "out"
+    marks.mkdir()
+    make_dist(site, "grpo-marks", {"marks": "grpo_marks"}, {"grpo_marks": PLUGIN})
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
+        "dataset": {"name": "arithmetic", "params": {"size": 64, "level": 1}, "system_prompt": "plain"},
+        "rewards": ["marks.rank:0.1", "length.ideal(target=20, unit='chars')"],
+        "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+        "gradient_checkpointing": False, "save_strategy": "no", "report_to": [], "seed": 0,
+        "output_dir": str(out),
+    }))
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               GRPO_PLUGINS="grpo-marks,grpo-datasets,grpo-rewards-format", GRPO_TEST_MARKS=str(marks),
+               OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+         str(ROOT / "examples" / "accelerate" / "cpu-2proc.yaml"), "-m", "grpo_core", "train", str(cfg)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # both processes loaded the plugin and scored their own 4 completions at each of the 2 steps
+    assert sorted(p.name for p in marks.iterdir()) == ["rank0.log", "rank1.log"]
+    for log in marks.iterdir():  # (empty calls are the parameter probe when rewards are bound)
+        assert [n for n in log.read_text().split() if n != "0"] == ["4", "4"], log.name
+    # one set of outputs, written once
+    steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x]
+    assert [s["step"] for s in steps] == [1, 2]
+    assert "rewards/marks.rank/mean" in steps[0]
+    assert (out / "rewards.png").is_file() and (out / "adapter" / "adapter_config.json").is_file()
+    assert proc.stdout.count("step 1/2") == 1
