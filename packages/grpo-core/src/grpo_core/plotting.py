@@ -63,10 +63,15 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
                                   gridspec_kw={"height_ratios": [3, 1.4]})
     xs, mean = _series(rows, "reward")
     _, std = _series(rows, "reward_std")
-    ax.plot(xs, mean, color="black", lw=2.2, label="total (weighted)", marker="o" if len(xs) < 40 else None, ms=3)
+    ax.plot(xs, mean, color="black", lw=1.6, label="total (weighted)", marker="o" if len(xs) < 40 else None, ms=3)
     if len(std) == len(mean):
         ax.fill_between(xs, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                        color="black", alpha=0.12)
+                        color="black", alpha=0.10)
+    window = max(3, len(xs) // 8)
+    if len(xs) >= 2 * window:
+        smooth = [sum(mean[max(0, i - window + 1):i + 1]) / len(mean[max(0, i - window + 1):i + 1])
+                  for i in range(len(mean))]
+        ax.plot(xs, smooth, color="black", lw=2.6, alpha=0.55, ls="--", label=f"total, {window}-step mean")
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, name in enumerate(names):
         x, m = _series(rows, f"rewards/{name}/mean")
@@ -74,7 +79,7 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
         c = colors[i % len(colors)]
         ax.plot(x, m, color=c, lw=1.4, label=name)
         if x2 == x:
-            ax.fill_between(x, [a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)], color=c, alpha=0.12)
+            ax.fill_between(x, [a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)], color=c, alpha=0.08)
     _stage_lines(ax, rows)
     ax.set_ylabel("reward (mean ± std)")
     ax.grid(alpha=0.3)
@@ -100,6 +105,9 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
         ax2.legend(loc="upper left", fontsize=7)
     _stage_lines(ax2, rows)
     ax2.set_xlabel("step")
+    from matplotlib.ticker import MaxNLocator
+
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.grid(alpha=0.3)
     fig.tight_layout()
     out = Path(out_path)

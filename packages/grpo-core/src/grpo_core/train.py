@@ -221,6 +221,18 @@ def _specs(rewards):
 # ------------------------------------------------------------------ run
 
 
+def lora_config(cfg: RunConfig):
+    """peft's ``LoraConfig`` (its own value checks run here, before the model), or None."""
+    if cfg.lora is None:
+        return None
+    from peft import LoraConfig
+
+    try:
+        return LoraConfig(**cfg.lora)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"lora: {exc}") from None
+
+
 def _quiet() -> None:
     """Progress bars of dataset mapping and weight loading would bury the step lines."""
     import warnings
@@ -261,6 +273,7 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
     train_ds, eval_ds = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)
     root = root_dir(cfg, plans)
+    peft_config = lora_config(cfg)
     root.mkdir(parents=True, exist_ok=True)
 
     progress = _read_progress(root) if resume else {"stages": {}}
@@ -290,12 +303,6 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
     )
     log(f"Loaded {cfg.model.id} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
         f"{model.dtype}) on {device} in {time.perf_counter() - t0:.1f}s.")
-
-    peft_config = None
-    if cfg.lora is not None:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(**cfg.lora)
 
     from trl import GRPOTrainer
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

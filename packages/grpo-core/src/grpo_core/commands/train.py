@@ -52,11 +52,12 @@ def run(args) -> int:
 
 def _dry_run(cfg) -> int:
     from ..config import detect_device
-    from ..train import build_datasets, plan
+    from ..train import build_datasets, lora_config, plan
 
     device = detect_device()
     train_ds, eval_ds = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)
+    lora_config(cfg)
     print(f"config OK: device {device}, dataset '{cfg.dataset.name}' ({len(train_ds)} rows"
           + (f", eval {len(eval_ds)}" if eval_ds is not None else "") + ")")
     for p in plans:
