@@ -40,14 +40,21 @@ def test_no_signal_warns_once_after_the_window(cb, tmp_path):
 
 def test_collapse_kl_and_flat_reward(cb, tmp_path):
     h, warned = health(cb, tmp_path, window=2, min_reward_std=1e-3, max_kl=0.5, flat_window=3, flat_delta=0.02)
-    h.check(1, {"reward": 0.50, "reward_std": 0.0, "kl": 0.1})
-    h.check(2, {"reward": 0.51, "reward_std": 0.0005, "kl": 0.7})
-    h.check(3, {"reward": 0.505, "reward_std": 0.2, "kl": 0.2})
+    h.check(1, {"reward": 0.50, "reward_std": 0.0, "kl": 1.1})
+    h.check(2, {"reward": 0.51, "reward_std": 0.0005, "kl": 0.1})
+    h.check(3, {"reward": 0.505, "reward_std": 0.2, "kl": 0.95})
     checks = [e["check"] for e in h.events]
-    # collapse at step 2 (two stds <= 1e-3), kl at step 2 (0.7 > 0.5),
-    # flat at step 3 (0.50..0.51 spread 0.01 < 0.02 over 3 steps)
-    assert checks == ["collapse", "kl", "flat"]
-    assert [e["step"] for e in h.events] == [2, 2, 3]
+    # step 2: collapse (two stds <= 1e-3) and kl (mean of 1.1 and 0.1 is 0.6 > 0.5);
+    # step 3: flat (0.50..0.51, a spread of 0.01 < 0.02 over 3 steps)
+    assert [(e["step"], e["check"]) for e in h.events] == [(2, "collapse"), (2, "kl"), (3, "flat")]
+    assert h.events[1]["value"] == pytest.approx(0.6)  # KL is averaged over the window
+
+
+def test_a_single_kl_spike_does_not_warn(cb, tmp_path):
+    h, warned = health(cb, tmp_path, window=3, max_kl=0.5, flat_window=0)
+    for step, kl in enumerate([0.1, 1.2, 0.1, 0.1], start=1):  # window means 0.47, 0.47
+        h.check(step, {"reward": 0.0, "reward_std": 0.1, "kl": kl})
+    assert warned == []
 
 
 def test_adaptive_weights_rule(cb):

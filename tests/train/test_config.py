@@ -100,6 +100,7 @@ def fails(grpo, *args, text: str = "", tmp_path=None, model=True):
         ("", ["--num_generation", "4"], ["num_generations"]),
         ("model_name_or_path: x\n", [], ["model.id"]),
         ("evaluation_strategy: steps\n", [], ["eval_strategy"]),
+        ("warmup_ratio: 0.1\n", [], ["warmup_steps"]),
         ("learning_rat: 0.1\n", [], ["learning_rat", "learning_rate"]),
         ("", ["--lerning_rate", "0.1"], ["lerning_rate", "learning_rate"]),
         ("reward_weights: [1.0, 2.0]\n", [], ["reward_weights", "rewards section"]),

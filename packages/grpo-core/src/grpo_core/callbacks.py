@@ -112,6 +112,7 @@ def make_callbacks(**kwargs) -> dict[str, Any]:
             n = max(cfg.window, cfg.flat_window, 1)
             self.zero_std: deque = deque(maxlen=cfg.window)
             self.std: deque = deque(maxlen=cfg.window)
+            self.kl: deque = deque(maxlen=cfg.window)
             self.rewards: deque = deque(maxlen=cfg.flat_window)
             self.n = n
             self.active: set[str] = set()
@@ -161,11 +162,14 @@ def make_callbacks(**kwargs) -> dict[str, Any]:
                 elif s > c.min_reward_std:
                     self._clear("collapse")
             kl = _finite(logs.get("kl"))
-            if kl is not None:
-                if kl > c.max_kl:
-                    self._emit(step, "kl", f"kl {kl:.3f} > {c.max_kl}: the policy is drifting far from "
-                               f"the reference; lower learning_rate or raise beta.", kl, c.max_kl)
-                else:
+            if kl is not None:  # averaged over the window: single-step spikes are noise
+                self.kl.append(kl)
+                mean_kl = sum(self.kl) / len(self.kl)
+                if len(self.kl) == c.window and mean_kl > c.max_kl:
+                    self._emit(step, "kl", f"kl averaged {mean_kl:.3f} over {c.window} steps (> {c.max_kl}): "
+                               f"the policy is drifting far from the reference; lower learning_rate "
+                               f"or raise beta.", mean_kl, c.max_kl)
+                elif mean_kl <= c.max_kl:
                     self._clear("kl")
             r = _finite(logs.get("reward"))
             if r is not None and c.flat_window > 1:

@@ -45,6 +45,7 @@ REMOVED: dict[str, str] = {
     "overwrite_output_dir": "removed in transformers 5: checkpoints in output_dir are kept; use a new output_dir or --resume",
     "logging_dir": "removed in transformers 5: TensorBoard logs go under output_dir (or set TENSORBOARD_LOGGING_DIR)",
     "per_gpu_train_batch_size": "use per_device_train_batch_size",
+    "warmup_ratio": "removed in transformers 5: warmup_steps takes a ratio when below 1 (warmup_steps: 0.05)",
     "vllm_guided_decoding_regex": "renamed: use vllm_structured_outputs_regex",
     "wandb_log_unique_prompts": "renamed: use log_unique_prompts",
     "model_name_or_path": "use model.id (the model section: model: {id: ...})",
@@ -72,9 +73,9 @@ class ModelSection:
     dtype: str = "auto"
     attn_implementation: str | None = None
     revision: str | None = None
-    # CPU: torch threads while sampling completions. Token-by-token decoding of a
-    # small model is dominated by thread synchronisation; 1 thread there (and all
-    # cores for the backward pass) is faster, and far faster on a busy machine.
+    # CPU: torch threads while sampling completions (default 1; training keeps all
+    # cores). Token-by-token decoding of a small model is dominated by thread
+    # synchronisation: 1 thread is faster there, and far faster on a busy machine.
     generation_threads: int | None = None
 
 
@@ -462,7 +463,7 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     elif device == "cuda" and "bf16" not in explicit:
         import torch
 
-        values["bf16"] = bool(torch.cuda.is_bf16_supported())
+        values["bf16"] = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     elif device == "mps" and "bf16" not in explicit:
         values["bf16"] = False
     values.update(cfg.training)

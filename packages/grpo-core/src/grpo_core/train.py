@@ -18,9 +18,10 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .config import RunConfig, StageSection, detect_device, training_args, training_values
 from .errors import ConfigError, GrpoError
@@ -167,11 +168,25 @@ def _unwrap(trainer):
     return trainer.accelerator.unwrap_model(trainer.model)
 
 
-def _save_final(model, tokenizer, path: Path) -> None:
+def _save_final(model, tokenizer, path: Path, trainer=None) -> None:
+    """Adapter or weights + tokenizer at ``path``; through the trainer when there is
+    one (it gathers sharded weights and writes on the main process only)."""
+    if trainer is not None:
+        trainer.save_model(str(path))
+        return
+    if not is_main_process():
+        return
     if path.exists():
         shutil.rmtree(path)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+
+
+def is_main_process() -> bool:
+    """Rank 0 under accelerate/torchrun (files are written once), else True."""
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def _load_stage_weights(cfg: RunConfig, model, path: Path):
@@ -266,6 +281,9 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
         stream=None, extra_callbacks: list | None = None) -> TrainResult:
     """Train as ``cfg`` says; see the module docstring for the outputs."""
     stream = stream or sys.stdout
+    main = is_main_process()
+    if not main:
+        log = lambda message: None  # noqa: E731 - one process speaks
     device = detect_device()
     _quiet()
 
@@ -276,6 +294,8 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
     peft_config = lora_config(cfg)
     root.mkdir(parents=True, exist_ok=True)
 
+    if not resume and plans[0].args.resume_from_checkpoint:
+        resume = plans[0].args.resume_from_checkpoint  # TRL's own field works too
     progress = _read_progress(root) if resume else {"stages": {}}
     if resume and isinstance(resume, str) and resume not in ("true", "True"):
         resume_path = Path(resume)
@@ -285,11 +305,12 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
         has_any = progress["stages"] or any(last_checkpoint(p.output_dir) for p in plans)
         if not has_any:
             log(f"--resume: nothing to resume in {root}; starting from the beginning.")
-    else:
+    elif main:
         _start_fresh(root, plans, log)
-    if cfg.health.enabled:
-        (root / HEALTH).touch()  # empty: no warnings
-    _write_resolved(cfg, plans, root, device)
+    if main:
+        if cfg.health.enabled:
+            (root / HEALTH).touch()  # empty: no warnings
+        _write_resolved(cfg, plans, root, device)
 
     # 2. the model
     from .models import load as load_model
@@ -304,8 +325,8 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
     log(f"Loaded {cfg.model.id} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
         f"{model.dtype}) on {device} in {time.perf_counter() - t0:.1f}s.")
 
-    from trl import GRPOTrainer
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from trl import GRPOTrainer
 
     from .callbacks import make_callbacks
 
@@ -370,8 +391,8 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
         trainer.remove_callback(PrinterCallback)
         if adaptive_cb is not None:
             adaptive_cb.bind(trainer)
-        if cfg.model.generation_threads and device == "cpu":
-            _limit_generation_threads(trainer, int(cfg.model.generation_threads))
+        if device == "cpu":  # as grpo preflight and eval: 1 thread unless set
+            _limit_generation_threads(trainer, int(cfg.model.generation_threads or 1))
         if cfg.multi_stage:
             rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
             log(f"Stage {i + 1}/{len(plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
@@ -394,23 +415,26 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
         offset += steps
         result.stages.append({"name": name, "steps": steps})
         final = p.output_dir / "final" if cfg.multi_stage else root / ("adapter" if cfg.lora is not None else "model")
-        _save_final(model, tokenizer, final)
+        _save_final(model, tokenizer, final, trainer)
         progress["stages"][name] = {"done": True, "steps": steps, "final": str(final)}
-        _write_progress(root, progress)
+        if main:
+            _write_progress(root, progress)
         result.global_step = offset
 
     if carried:
         model = _load_stage_weights(cfg, model, Path(carried))
-    result.plot = plot_safely(root, log)
+    result.plot = plot_safely(root, log) if main else None
     if result.interrupted:
         return result
 
     # 3. final outputs
     final = root / ("adapter" if cfg.lora is not None else "model")
     if cfg.multi_stage or not final.is_dir():
-        _save_final(model, tokenizer, final)
+        _save_final(model, tokenizer, final, trainer)
     result.final_dir = final
-    if cfg.merge:
+    if trainer is not None and plans[-1].args.push_to_hub:
+        trainer.push_to_hub()
+    if cfg.merge and main:
         merged = model.merge_and_unload()
         _save_final(merged, tokenizer, root / "merged")
         result.merged_dir = root / "merged"

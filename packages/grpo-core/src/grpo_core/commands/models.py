@@ -44,8 +44,9 @@ def run_pull(args) -> int:
     if args.name in ALIASES:
         path = pull(args.name, force=args.force)
     elif args.force and args.name.lower().endswith(".gguf"):
-        from ..models import _gguf_cache_path
         from pathlib import Path
+
+        from ..models import _gguf_cache_path
 
         path = convert_gguf(args.name, _gguf_cache_path(Path(args.name)))
     else:
