@@ -43,7 +43,6 @@ def test_collapse_kl_and_flat_reward(cb, tmp_path):
     h.check(1, {"reward": 0.50, "reward_std": 0.0, "kl": 1.1})
     h.check(2, {"reward": 0.51, "reward_std": 0.0005, "kl": 0.1})
     h.check(3, {"reward": 0.505, "reward_std": 0.2, "kl": 0.95})
-    checks = [e["check"] for e in h.events]
     # step 2: collapse (two stds <= 1e-3) and kl (mean of 1.1 and 0.1 is 0.6 > 0.5);
     # step 3: flat (0.50..0.51, a spread of 0.01 < 0.02 over 3 steps)
     assert [(e["step"], e["check"]) for e in h.events] == [(2, "collapse"), (2, "kl"), (3, "flat")]
