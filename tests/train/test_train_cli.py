@@ -152,3 +152,15 @@ def test_rerun_without_resume_starts_over(grpo, tmp_path):
     assert code == 0, err
     assert "Starting over" in out and not (tmp_path / "out" / "checkpoint-2").exists()
     assert [r["step"] for r in step_records(tmp_path / "out" / "metrics.jsonl")] == [1]
+
+
+def test_third_party_example_reward_composes_by_name_in_training(grpo, register_plugin, tmp_path):
+    acme = pytest.importorskip("grpo_acme")  # examples/grpo-acme, installed by scripts/setup.sh
+    register_plugin(acme, name="acme")
+    code, out, err = grpo(TINY, "--rewards", "acme.brevity(max_chars=40):2.0", "test.digits")
+    assert code == 0, err
+    steps = step_records(tmp_path / "out" / "metrics.jsonl")
+    for r in steps:
+        brevity, digits = r["rewards/acme.brevity/mean"], r["rewards/test.digits/mean"]
+        assert 0.0 <= brevity <= 1.0
+        assert r["reward"] == pytest.approx(2.0 * brevity + digits, abs=1e-5)
