@@ -492,7 +492,28 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     if output_dir is not None:
         args.output_dir = output_dir
     args.reward_weights = list(reward_weights)
+    check_vllm(args)
     return args
+
+
+def check_vllm(args) -> None:
+    """vLLM is optional: say how to get it, and what the modes are, before any model loads."""
+    if not getattr(args, "use_vllm", False):
+        return
+    mode = getattr(args, "vllm_mode", "colocate")
+    if mode not in ("colocate", "server"):
+        raise ConfigError(f"vllm_mode {mode!r} is not one of colocate, server.")
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError(
+            "use_vllm: true needs vLLM, which is not installed: pip install \"grpo-core[vllm]\" "
+            "(a GPU is required). Or set use_vllm: false to generate with transformers."
+        )
+    if mode == "server":
+        port = getattr(args, "vllm_server_port", 8000)
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise ConfigError(f"vllm_server_port {port!r} is not a TCP port.")
 
 
 def training_values(cfg: RunConfig, args) -> dict:
