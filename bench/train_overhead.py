@@ -141,6 +141,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10, help="runs of each (default 10)")
     parser.add_argument("--steps", type=int, default=30, help="GRPO steps per run (default 30)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="A/A check: run the bare script in both slots, to see the noise floor")
     opts = parser.parse_args()
 
     from grpo_core.testing import make_tiny_model
@@ -164,10 +166,10 @@ def main() -> None:
             results = {}
             for which in order:
                 out = tmp / f"{which}-{i}"
-                results[which] = (run_grpo(cfg, out, env) if which == "grpo"
+                results[which] = (run_grpo(cfg, out, env) if which == "grpo" and not opts.calibrate
                                   else run_bare(script, model, opts.steps, out, env))
             g, b = results["grpo"], results["bare"]
-            if own is None:
+            if own is None and not opts.calibrate:
                 own = callback_cost(tmp / f"grpo-{i}" / "metrics.jsonl", tmp)
             grpo_steps.append(_intervals(g["times"]))
             bare_steps.append(_intervals(b["times"]))
@@ -188,8 +190,9 @@ def main() -> None:
     print(f"per-step time, best of {opts.runs} runs per step: grpo train {best_g * 1000:.1f} ms, "
           f"bare GRPOTrainer {best_b * 1000:.1f} ms")
     print(f"ratio grpo/bare: {best_g / best_b:.3f}  (target <= 1.02)")
-    print(f"grpo train's own callbacks, timed in process: {own * 1000:.3f} ms per step "
-          f"({own / best_b:.2%} of a step here)")
+    if own is not None:
+        print(f"grpo train's own callbacks, timed in process: {own * 1000:.3f} ms per step "
+              f"({own / best_b:.2%} of a step here)")
 
 if __name__ == "__main__":
     main()

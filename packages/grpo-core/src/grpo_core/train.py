@@ -257,7 +257,9 @@ def _quiet() -> None:
 
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", message=r".*(gradient|is_gradient)_checkpointing.*deprecated", category=FutureWarning)
+    # transformers warns about its gradient_checkpointing rename on every step: show it
+    # once ("ignore" filters are re-matched on every call, which costs per step)
+    warnings.filterwarnings("once", message=r".*(gradient|is_gradient)_checkpointing.*deprecated", category=FutureWarning)
 
 
 def _limit_generation_threads(trainer, threads: int) -> None:
