@@ -4,6 +4,7 @@ with the chat template, the way GRPOTrainer samples during training. Used by
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,20 +113,27 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
     small model is dominated by thread synchronisation, so 1 thread is often faster,
     and far faster on a busy machine (None: leave torch's setting).
     """
+    with _torch_threads(threads):
+        return _generate(model, tokenizer, prompts, n, max_new_tokens, do_sample, batch_size, seed,
+                         chat_template_kwargs, dict(temperature=temperature, top_p=top_p, top_k=top_k,
+                                                    min_p=min_p, repetition_penalty=repetition_penalty))
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None):
     import torch
 
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
     try:
-        return _generate(model, tokenizer, prompts, n, max_new_tokens, temperature, top_p, top_k, min_p,
-                         repetition_penalty, do_sample, batch_size, seed, chat_template_kwargs)
+        yield
     finally:
         torch.set_num_threads(previous)
 
 
-def _generate(model, tokenizer, prompts, n, max_new_tokens, temperature, top_p, top_k, min_p,
-              repetition_penalty, do_sample, batch_size, seed, chat_template_kwargs) -> list[list[Completion]]:
+def _generate(model, tokenizer, prompts, n, max_new_tokens, do_sample, batch_size, seed,
+              chat_template_kwargs, sampling: dict) -> list[list[Completion]]:
     import torch
 
     if seed is not None:
@@ -138,10 +146,10 @@ def _generate(model, tokenizer, prompts, n, max_new_tokens, temperature, top_p, 
         pad_token_id=tokenizer.pad_token_id,
     )
     if do_sample:
-        gen_kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k if top_k else 0,
-                          repetition_penalty=repetition_penalty)
-        if min_p:
-            gen_kwargs["min_p"] = min_p
+        gen_kwargs.update(temperature=sampling["temperature"], top_p=sampling["top_p"],
+                          top_k=sampling["top_k"] or 0, repetition_penalty=sampling["repetition_penalty"])
+        if sampling["min_p"]:
+            gen_kwargs["min_p"] = sampling["min_p"]
     device = next(model.parameters()).device
     out: list[list[Completion]] = []
     for start in range(0, len(prompts), batch_size):

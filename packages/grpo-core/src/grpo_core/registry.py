@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import plugins
-from .errors import DuplicateNameError, PluginWarning, RegistryError, UnknownNameError
+from .errors import DuplicateNameError, RegistryError, UnknownNameError
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
@@ -181,4 +181,4 @@ def system_prompts() -> Registry:
     return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt)
 
 
-__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "PluginWarning"]
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts"]

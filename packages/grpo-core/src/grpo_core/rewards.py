@@ -46,11 +46,15 @@ class Reward:
         self.params = bind_params(f"reward '{name}'", func, dict(params or {}), columns=required)
         self.__doc__ = getattr(func, "__doc__", None)
 
-    def __call__(self, completions=None, **kwargs):
+    def _bind(self, kwargs: dict) -> dict:
+        """TRL's keywords plus the bound parameters, cut to what the function takes."""
         kwargs.update(self.params)
         if self._accepted is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in self._accepted}
-        return self.func(completions, **kwargs)
+        return kwargs
+
+    def __call__(self, completions=None, **kwargs):
+        return self.func(completions, **self._bind(kwargs))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -64,10 +68,7 @@ class AsyncReward(Reward):
     """A :class:`Reward` around an ``async def`` reward function."""
 
     async def __call__(self, completions=None, **kwargs):
-        kwargs.update(self.params)
-        if self._accepted is not None:
-            kwargs = {k: v for k, v in kwargs.items() if k in self._accepted}
-        return await self.func(completions, **kwargs)
+        return await self.func(completions, **self._bind(kwargs))
 
 
 def _target(func: Callable) -> Callable:

@@ -113,7 +113,7 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
     if hasattr(values, "__await__"):
         import asyncio
 
-        values = asyncio.run(_await(values))
+        values = asyncio.run(values)
     values = list(values)
     if len(values) != len(completions):
         raise ValueError(
@@ -121,10 +121,6 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
             f"{len(completions)} completions"
         )
     return values
-
-
-async def _await(coro):
-    return await coro
 
 
 def weighted_totals(per_reward: list[list[float | None]], weights: Sequence[float]) -> list[float]:

@@ -70,9 +70,3 @@ def print_entries(entries: list, as_json: bool, empty_message: str) -> int:
     return 0
 
 
-def not_yet(name: str):
-    def run(args) -> int:
-        print(f"grpo {name}: not implemented in this version yet.", file=sys.stderr)
-        return 2
-
-    return run

@@ -42,8 +42,11 @@ def _summary(funcs, per_reward, totals, groups) -> dict:
 
 
 def _mean(values) -> float:
-    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(vals) / len(vals) if vals else math.nan
+    from ..scoring import RewardStats
+
+    stats = RewardStats("")
+    stats.add(values)
+    return stats.mean
 
 
 def _share_full(values) -> float:
