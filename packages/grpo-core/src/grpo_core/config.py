@@ -77,6 +77,8 @@ class ModelSection:
     # cores). Token-by-token decoding of a small model is dominated by thread
     # synchronisation: 1 thread is faster there, and far faster on a busy machine.
     generation_threads: int | None = None
+    # static KV cache + compiled decoding while sampling: auto (on CUDA), true, false
+    fast_generation: bool | str = "auto"
 
 
 @dataclass
@@ -100,6 +102,13 @@ class HealthSection:
     max_kl: float = 0.5
     flat_window: int = 10  # logged steps over which the reward must move
     flat_delta: float = 0.02  # max - min of the mean reward over flat_window below this: flat
+    # a non-finite loss, gradient norm or weight: stop (checkpoint of the last finite
+    # state) or skip (drop that update and go on; stop after max_skips in a row)
+    on_nonfinite: str = "stop"
+    max_skips: int = 10
+    # keep the trainable weights from before each update in memory to restore them:
+    # auto (when they are at most 10 % of the model, e.g. LoRA), true, false
+    snapshot: bool | str = "auto"
 
 
 @dataclass
@@ -258,7 +267,40 @@ def _section(data: dict, name: str, cls, where: str):
                 + (f" (did you mean '{close[0]}'?)" if close else "")
                 + f"; its options are: {', '.join(sorted(known))}."
             )
-    return cls(**raw)
+    section = cls(**raw)
+    _check_values(section, name)
+    return section
+
+
+_CHOICES = {"on_nonfinite": ("stop", "skip"), "snapshot": (True, False, "auto"),
+            "fast_generation": (True, False, "auto")}
+_MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1}
+_SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
+_NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _check_values(section, name: str) -> None:
+    """Each value has its default's type (an int where a float is expected is fine)
+    and numbers are not negative; fields with choices take one of them."""
+    for f in dataclasses.fields(section):
+        value, default = getattr(section, f.name), f.default
+        where = f"{name}.{f.name}"
+        if f.name in _CHOICES:
+            if value not in _CHOICES[f.name] or (isinstance(value, int) and not isinstance(value, bool)):
+                choices = ", ".join(str(c).lower() if isinstance(c, bool) else c for c in _CHOICES[f.name])
+                raise ConfigError(f"{where} is {value!r}; use one of {choices}.")
+            continue
+        kind = _SIMPLE.get(str(f.type))
+        if kind is None or value is None:
+            continue
+        ok = isinstance(value, kind) or (kind is float and isinstance(value, int))
+        if ok and kind is not bool and isinstance(value, bool):
+            ok = False
+        if not ok:
+            raise ConfigError(f"{where} is {value!r}; it takes {_NOUN[kind]} (default {default!r}).")
+        low = _MINIMUM.get(f.name, 0)
+        if kind in (int, float) and value < low:
+            raise ConfigError(f"{where} is {value!r}; it must be at least {low} (default {default!r}).")
 
 
 def _lora(raw: Any) -> tuple[dict | None, bool]:
@@ -344,6 +386,9 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
         raw["model"] = {"id": model}
     model = _section(raw, "model", ModelSection, "")
     from .models import check_model_id
+    from .precision import normalize_dtype
+
+    model.dtype = normalize_dtype(model.dtype)
 
     check_model_id(model.id)
 

@@ -52,6 +52,7 @@ class TrainResult:
     merged_dir: Path | None = None
     plot: Path | None = None
     health_events: list[dict] = field(default_factory=list)
+    stopped: str | None = None  # why training stopped early (non-finite values), with advice
 
 
 # ------------------------------------------------------------------ data
@@ -262,188 +263,275 @@ def _quiet() -> None:
     warnings.filterwarnings("once", message=r".*(gradient|is_gradient)_checkpointing.*deprecated", category=FutureWarning)
 
 
-def _limit_generation_threads(trainer, threads: int) -> None:
-    """Run TRL's sampling with ``threads`` torch threads, the rest with the default."""
-    import torch
+@dataclass
+class Run:
+    """What the steps of :func:`run` share: the plan, where it writes, how it speaks."""
 
-    generate = trainer._generate_single_turn
-
-    def wrapped(*args, **kwargs):
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            return generate(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    trainer._generate_single_turn = wrapped
+    cfg: RunConfig
+    device: str
+    plans: list[StagePlan]
+    root: Path
+    train_ds: Any
+    eval_ds: Any
+    peft_config: Any
+    precision: Any  # precision.Precision
+    resume: bool | str
+    progress: dict
+    log: Callable[[str], None]
+    stream: Any
+    extra_callbacks: list
+    main: bool = True
+    offset: int = 0  # global steps of the stages before the current one
+    carried: str | None = None  # weights a finished stage left, to load before the next one
+    trainer: Any = None
 
 
 def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None] = print,
         stream=None, extra_callbacks: list | None = None) -> TrainResult:
     """Train as ``cfg`` says; see the module docstring for the outputs."""
-    stream = stream or sys.stdout
+    r = _prepare(cfg, resume, log, stream or sys.stdout, list(extra_callbacks or []))
+    model, tokenizer = _load_model(r)
+    result = TrainResult(output_dir=r.root, global_step=0)
+    for i, p in enumerate(r.plans):
+        model = _run_stage(r, i, p, model, tokenizer, result)
+        if result.interrupted or result.stopped:
+            break
+    if r.carried:
+        model = _load_stage_weights(cfg, model, Path(r.carried))
+    result.plot = plot_safely(r.root, r.log) if r.main else None
+    if result.interrupted or result.stopped:
+        return result
+    return _finish(r, model, tokenizer, result)
+
+
+def _prepare(cfg: RunConfig, resume, log, stream, extra_callbacks) -> Run:
+    """Everything that needs no model: data, plans, output dir, resume bookkeeping."""
+    from .precision import choose
+
     main = is_main_process()
     if not main:
         log = lambda message: None  # noqa: E731 - one process speaks
     device = detect_device()
     _quiet()
-
-    # 1. everything that needs no model
     train_ds, eval_ds = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)
     root = root_dir(cfg, plans)
-    peft_config = lora_config(cfg)
+    a = plans[0].args
+    r = Run(cfg=cfg, device=device, plans=plans, root=root, train_ds=train_ds, eval_ds=eval_ds,
+            peft_config=lora_config(cfg), resume=resume or a.resume_from_checkpoint or False,
+            precision=choose(device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None),
+            progress={"stages": {}}, log=log, stream=stream, extra_callbacks=extra_callbacks, main=main)
     root.mkdir(parents=True, exist_ok=True)
-
-    if not resume and plans[0].args.resume_from_checkpoint:
-        resume = plans[0].args.resume_from_checkpoint  # TRL's own field works too
-    progress = _read_progress(root) if resume else {"stages": {}}
-    if resume and isinstance(resume, str) and resume not in ("true", "True"):
-        resume_path = Path(resume)
-        if not resume_path.is_dir():
-            raise ConfigError(f"--resume {resume}: no such checkpoint directory.")
-    if resume:
-        has_any = progress["stages"] or any(last_checkpoint(p.output_dir) for p in plans)
-        if not has_any:
-            log(f"--resume: nothing to resume in {root}; starting from the beginning.")
-    elif main:
-        _start_fresh(root, plans, log)
+    _check_resume(r)
     if main:
         if cfg.health.enabled:
             (root / HEALTH).touch()  # empty: no warnings
         _write_resolved(cfg, plans, root, device)
+    return r
 
-    # 2. the model
+
+def _check_resume(r: Run) -> None:
+    resume = r.resume
+    if resume and isinstance(resume, str) and resume not in ("true", "True"):
+        if not Path(resume).is_dir():
+            raise ConfigError(f"--resume {resume}: no such checkpoint directory.")
+    if resume:
+        r.progress = _read_progress(r.root)
+        if not (r.progress["stages"] or any(last_checkpoint(p.output_dir) for p in r.plans)):
+            r.log(f"--resume: nothing to resume in {r.root}; starting from the beginning.")
+    elif r.main:
+        _start_fresh(r.root, r.plans, r.log)
+
+
+def _load_model(r: Run):
     from .models import load as load_model
 
+    cfg = r.cfg
     t0 = time.perf_counter()
-    model_kwargs = plans[0].args.model_init_kwargs or {}
     model, tokenizer = load_model(
-        cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
-        revision=cfg.model.revision, trust_remote_code=plans[0].args.trust_remote_code,
-        device=device, extra=model_kwargs, log=log,
+        cfg.model.id, dtype=r.precision.load, attn_implementation=cfg.model.attn_implementation,
+        revision=cfg.model.revision, trust_remote_code=r.plans[0].args.trust_remote_code,
+        device=r.device, extra=r.plans[0].args.model_init_kwargs or {}, log=r.log,
     )
-    log(f"Loaded {cfg.model.id} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
-        f"{model.dtype}) on {device} in {time.perf_counter() - t0:.1f}s.")
+    r.log(f"Loaded {cfg.model.id} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters) "
+          f"on {r.device} in {time.perf_counter() - t0:.1f}s: {r.precision.describe(cfg.lora is not None)}"
+          + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, r.plans[0].args, r.device) else "")
+          + ".")
+    return model, tokenizer
 
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-    from trl import GRPOTrainer
 
+def fast_generation(cfg: RunConfig, args, device: str) -> bool:
+    """``model.fast_generation``: auto (on CUDA), true or false; a user's own
+    ``cache_implementation`` other than static turns it off, as does vLLM."""
+    setting = cfg.model.fast_generation
+    on = device == "cuda" if setting == "auto" else bool(setting)
+    return on and not args.use_vllm and args.cache_implementation in (None, "static")
+
+
+def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
+    """The checkpoint this stage resumes from (metrics and health cut back to it), or None."""
+    if not r.resume:
+        return None
+    resume = r.resume
+    explicit = isinstance(resume, str) and resume not in ("true", "True")
+    ckpt = Path(resume) if explicit and i == _stage_of(resume, r.plans) else last_checkpoint(p.output_dir)
+    step = 0
+    if ckpt is not None:
+        step = json.loads((ckpt / "trainer_state.json").read_text()).get("global_step", 0)
+        r.log(f"Resuming{f' stage {p.section.name!r}' if r.cfg.multi_stage else ''} from {ckpt} (step {step}).")
+    for name in (METRICS, HEALTH):
+        _truncate_jsonl(r.root / name, r.offset + step)
+    return ckpt
+
+
+def _stage_callbacks(r: Run, p: StagePlan) -> dict:
     from .callbacks import make_callbacks
 
     cb = make_callbacks()
-    result = TrainResult(output_dir=root, global_step=0)
-    offset = 0
-    metrics_path, health_path = root / METRICS, root / HEALTH
-    trainer = None
-    carried = None  # weights a finished stage left, to load before the next one runs
-    for i, p in enumerate(plans):
-        name = p.section.name
-        done = progress["stages"].get(name, {})
-        if resume and done.get("done"):
-            offset += int(done.get("steps", 0))
-            carried = done.get("final")
-            result.stages.append({"name": name, "steps": int(done.get("steps", 0)), "skipped": True})
-            log(f"Stage '{name}' already finished ({done.get('steps')} steps); skipping.")
-            continue
-        if carried:
-            model = _load_stage_weights(cfg, model, Path(carried))
-            carried = None
+    name, cfg = p.section.name, r.cfg
+    out = {"metrics": cb["MetricsCallback"](r.root / METRICS, name, r.offset, stream=r.stream),
+           "interrupt": cb["InterruptCallback"]()}
+    if cfg.health.enabled:
+        out["health"] = cb["HealthCallback"](cfg.health, r.root / HEALTH, name, r.offset,
+                                             warn=lambda m: r.log(f"warning: {m}"))
+    if cfg.adaptive is not None:
+        out["adaptive"] = cb["AdaptiveWeightsCallback"](cfg.adaptive, [f.__name__ for f in p.funcs], p.weights)
+    return out
 
-        ckpt = None
-        if resume:
-            ckpt = Path(resume) if isinstance(resume, str) and i == _stage_of(resume, plans) else last_checkpoint(p.output_dir)
-            if ckpt is not None:
-                step = json.loads((ckpt / "trainer_state.json").read_text()).get("global_step", 0)
-                _truncate_jsonl(metrics_path, offset + step)
-                _truncate_jsonl(health_path, offset + step)
-                log(f"Resuming{f' stage {name!r}' if cfg.multi_stage else ''} from {ckpt} (step {step}).")
-            else:
-                _truncate_jsonl(metrics_path, offset)
-                _truncate_jsonl(health_path, offset)
 
-        metrics_cb = cb["MetricsCallback"](metrics_path, name, offset, stream=stream)
-        callbacks = [metrics_cb]
-        health_cb = None
-        if cfg.health.enabled:
-            health_cb = cb["HealthCallback"](cfg.health, health_path, name, offset, warn=lambda m: log(f"warning: {m}"))
-            callbacks.append(health_cb)
-        adaptive_cb = None
-        if cfg.adaptive is not None:
-            adaptive_cb = cb["AdaptiveWeightsCallback"](cfg.adaptive, [f.__name__ for f in p.funcs], p.weights)
-            callbacks.append(adaptive_cb)
-        interrupt_cb = cb["InterruptCallback"]()
-        callbacks.append(interrupt_cb)
-        callbacks.extend(extra_callbacks or [])
+def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict):
+    from peft import PeftModel
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-        from peft import PeftModel
+    from .trainer import GrpoTrainer
 
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=p.funcs,
-            args=p.args,
-            train_dataset=train_ds,
-            eval_dataset=eval_ds,
-            processing_class=tokenizer,
-            callbacks=callbacks,
-            peft_config=peft_config if not isinstance(model, PeftModel) else None,
-        )
-        trainer.remove_callback(ProgressCallback)
-        trainer.remove_callback(PrinterCallback)
-        if adaptive_cb is not None:
-            adaptive_cb.bind(trainer)
-        if device == "cpu":  # as grpo preflight and eval: 1 thread unless set
-            _limit_generation_threads(trainer, int(cfg.model.generation_threads or 1))
-        if cfg.multi_stage:
-            rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
-            log(f"Stage {i + 1}/{len(plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
-        interrupt_cb.install()
-        try:
-            trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
-        finally:
-            interrupt_cb.uninstall()
-        model = _unwrap(trainer)
-        steps = trainer.state.global_step
-        if health_cb is not None:
-            result.health_events.extend(health_cb.events)
-        if interrupt_cb.requested:
-            result.interrupted = True
-            result.global_step = offset + steps
-            ck = last_checkpoint(p.output_dir)
-            log(f"Saved {ck} at step {offset + steps}. Continue with: grpo train "
-                f"{cfg.path or 'CONFIG'} --resume")
-            break
-        offset += steps
-        result.stages.append({"name": name, "steps": steps})
-        final = p.output_dir / "final" if cfg.multi_stage else root / ("adapter" if cfg.lora is not None else "model")
-        _save_final(model, tokenizer, final, trainer)
-        progress["stages"][name] = {"done": True, "steps": steps, "final": str(final)}
-        if main:
-            _write_progress(root, progress)
-        result.global_step = offset
+    cfg, h = r.cfg, r.cfg.health
+    trainer = GrpoTrainer(
+        model=model, reward_funcs=p.funcs, args=p.args, train_dataset=r.train_ds, eval_dataset=r.eval_ds,
+        processing_class=tokenizer, callbacks=[*callbacks.values(), *r.extra_callbacks],
+        peft_config=r.peft_config if not isinstance(model, PeftModel) else None,
+        precision=r.precision, fast_generation=fast_generation(cfg, p.args, r.device),
+        generation_threads=int(cfg.model.generation_threads or 1) if r.device == "cpu" else None,
+        on_nonfinite=h.on_nonfinite, snapshot=h.snapshot, max_skips=h.max_skips,
+        report=lambda event: _report_nonfinite(r, p, event),
+    )
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+    if "adaptive" in callbacks:
+        callbacks["adaptive"].bind(trainer)
+    return trainer
 
-    if carried:
-        model = _load_stage_weights(cfg, model, Path(carried))
-    result.plot = plot_safely(root, log) if main else None
-    if result.interrupted:
-        return result
 
-    # 3. final outputs
+def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
+    """One line in health.jsonl and a warning, for every dropped update."""
+    trainer = r.trainer
+    action = "stopping" if trainer is not None and trainer.guard.stop is event else "update dropped, going on"
+    message = f"{event.describe()}; {action}" + (" (weights from before the last update restored)" if event.restored else "")
+    r.log(f"warning: {message}")
+    if r.main and r.cfg.health.enabled:
+        record = {"step": r.offset + event.step, "stage": p.section.name, "check": "nonfinite",
+                  "metric": event.metric, "value": None if event.value != event.value else event.value,
+                  "learning_rate": event.learning_rate, "restored": event.restored, "message": message}
+        with open(r.root / HEALTH, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResult):
+    """Train one stage (or skip it when a resumed run already finished it); the model after it."""
+    name = p.section.name
+    done = r.progress["stages"].get(name, {})
+    if r.resume and done.get("done"):
+        r.offset += int(done.get("steps", 0))
+        r.carried = done.get("final")
+        result.stages.append({"name": name, "steps": int(done.get("steps", 0)), "skipped": True})
+        r.log(f"Stage '{name}' already finished ({done.get('steps')} steps); skipping.")
+        return model
+    if r.carried:
+        model = _load_stage_weights(r.cfg, model, Path(r.carried))
+        r.carried = None
+    ckpt = _stage_checkpoint(r, i, p)
+    callbacks = _stage_callbacks(r, p)
+    r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks)
+    if r.cfg.multi_stage:
+        rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
+        r.log(f"Stage {i + 1}/{len(r.plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
+    _train(r, trainer, ckpt, callbacks["interrupt"])
+    model = _unwrap(trainer)
+    steps = trainer.state.global_step
+    if "health" in callbacks:
+        result.health_events.extend(callbacks["health"].events)
+    result.global_step = r.offset + steps
+    if callbacks["interrupt"].requested or trainer.guard.stop is not None:
+        _report_stop(r, p, trainer, callbacks["interrupt"].requested, result)
+        return model
+    r.offset += steps
+    result.stages.append({"name": name, "steps": steps})
+    final = p.output_dir / "final" if r.cfg.multi_stage else r.root / ("adapter" if r.cfg.lora is not None else "model")
+    _save_final(model, tokenizer, final, trainer)
+    r.progress["stages"][name] = {"done": True, "steps": steps, "final": str(final)}
+    if r.main:
+        _write_progress(r.root, r.progress)
+    return model
+
+
+def _train(r: Run, trainer, ckpt: Path | None, interrupt) -> None:
+    """``trainer.train`` with Ctrl-C handled at step boundaries."""
+    interrupt.install()
+    try:
+        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+    finally:
+        interrupt.uninstall()
+
+
+def _report_stop(r: Run, p: StagePlan, trainer, interrupted: bool, result: TrainResult) -> None:
+    """The message for a run that ended before its last step, with what to do next."""
+    ck = last_checkpoint(p.output_dir)
+    again = f"grpo train {r.cfg.path or 'CONFIG'} --resume"
+    if interrupted:
+        result.interrupted = True
+        r.log(f"Saved {ck} at step {result.global_step}. Continue with: {again}")
+        return
+    event = trainer.guard.stop
+    if event.metric != "weights" or event.restored:  # a checkpoint was saved at this step
+        how = ("the weights from before the last update, restored" if event.restored
+               else f"step {event.step}'s update dropped")
+        saved = f"Saved {ck}: the last finite state ({how}). Continue with: {again}"
+    elif ck is not None:
+        saved = f"The weights are non-finite and were not saved; the last checkpoint is {ck}: {again}"
+    else:
+        saved = "The weights are non-finite and no earlier checkpoint exists (save_steps): start over."
+    result.stopped = f"Training stopped: {event.describe()}. {saved}\n{_nonfinite_advice(r, p)}"
+    r.log(result.stopped)
+
+
+def _nonfinite_advice(r: Run, p: StagePlan) -> str:
+    a, prec = p.args, r.precision
+    tips = [f"a lower learning_rate (now {a.learning_rate:g})"]
+    if prec.trainable != "float32":
+        tips.append(f"float32 trainable weights (model.dtype: auto; now {prec.trainable})")
+    if not a.max_grad_norm or a.max_grad_norm <= 0 or a.max_grad_norm > 1:
+        tips.append(f"max_grad_norm: 1.0 (now {a.max_grad_norm})")
+    tips.append("health.on_nonfinite: skip, to drop such updates and go on")
+    return "Try: " + "; ".join(tips) + "."
+
+
+def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
+    """The final adapter or model, optionally merged and pushed; the closing line."""
+    cfg, root, trainer = r.cfg, r.root, r.trainer
     final = root / ("adapter" if cfg.lora is not None else "model")
     if cfg.multi_stage or not final.is_dir():
         _save_final(model, tokenizer, final, trainer)
     result.final_dir = final
-    if trainer is not None and plans[-1].args.push_to_hub:
+    if trainer is not None and r.plans[-1].args.push_to_hub:
         trainer.push_to_hub()
-    if cfg.merge and main:
+    if cfg.merge and r.main:
         merged = model.merge_and_unload()
         _save_final(merged, tokenizer, root / "merged")
         result.merged_dir = root / "merged"
-    log(f"Done: {result.global_step} steps. Outputs in {root}: {final.name}/"
-        + (", merged/" if result.merged_dir else "")
-        + f", {METRICS}, {PLOT}, {RESOLVED}"
-        + (f", {HEALTH} ({len(result.health_events)} warnings)" if result.health_events else "") + ".")
+    r.log(f"Done: {result.global_step} steps. Outputs in {root}: {final.name}/"
+          + (", merged/" if result.merged_dir else "")
+          + f", {METRICS}, {PLOT}, {RESOLVED}"
+          + (f", {HEALTH} ({len(result.health_events)} warnings)" if result.health_events else "") + ".")
     return result
 
 

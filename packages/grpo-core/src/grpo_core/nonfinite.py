@@ -1,0 +1,137 @@
+"""Stop (or skip) at the first non-finite value of a step, before it can spread.
+
+A NaN in the loss or the gradients is written into the weights by the next
+optimizer step; the next generation then samples from NaN logits and dies in a
+device-side assert with no checkpoint. The guard looks at three places, each
+with one device-to-host sync per optimizer step:
+
+1. before the update: every micro-batch loss of the step and the gradient norm;
+   a non-finite one drops the update (the gradients are set to None, so the
+   optimizer leaves weights and moments as they were);
+2. after the update: the trainable weights;
+3. the logits sampling reads, indirectly: weights that are finite but produce
+   non-finite logits (an absurd learning rate) make the next loss non-finite,
+   which (1) catches before another update, and generation is told to replace
+   non-finite logits instead of asserting (``remove_invalid_values``).
+
+When the current weights are suspect (a non-finite loss, or non-finite weights)
+and a snapshot is kept, the weights from before the last update are put back.
+The snapshot is a copy of the trainable parameters, taken before each update:
+cheap for LoRA adapters, so on by default when trainable parameters are a small
+share of the model. The optimizer's moments are not restored (Adam's update size
+is bounded by the learning rate whatever the moments hold).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+SNAPSHOT_AUTO_SHARE = 0.1  # keep a snapshot when trainable params are at most this share
+
+
+@dataclass
+class Event:
+    step: int  # the optimizer step (1-based) whose values were non-finite
+    metric: str  # "loss", "grad_norm" or "weights"
+    value: float
+    learning_rate: float
+    restored: bool  # the weights from before the last update were put back
+
+    def describe(self) -> str:
+        what = {"loss": "the loss", "grad_norm": "the gradient norm",
+                "weights": "the trainable weights after the update"}[self.metric]
+        shown = "non-finite" if self.metric == "weights" else f"{self.value}"
+        return f"step {self.step}: {what} is {shown} (learning rate {self.learning_rate:.3g})"
+
+
+class Guard:
+    """Checks one optimizer step at a time; see the module docstring."""
+
+    def __init__(self, params: list[torch.Tensor], *, policy: str = "stop", snapshot: bool = True,
+                 max_skips: int = 10):
+        if policy not in ("stop", "skip"):
+            raise ValueError(f"policy {policy!r} is not stop or skip")
+        self.params = [p for p in params if p.requires_grad]
+        self.policy = policy
+        self.max_skips = max_skips
+        self._snapshot = [torch.empty_like(p) for p in self.params] if snapshot else None
+        self._has_snapshot = False
+        self._loss_ok: torch.Tensor | None = None
+        self.events: list[Event] = []
+        self.skips = 0
+        self.consecutive = 0
+        self.stop: Event | None = None  # set when training must stop
+
+    @property
+    def keeps_snapshot(self) -> bool:
+        return self._snapshot is not None
+
+    def observe_loss(self, loss: torch.Tensor) -> None:
+        """Called for every micro-batch loss; no sync."""
+        ok = torch.isfinite(loss.detach()).all()
+        self._loss_ok = ok if self._loss_ok is None else self._loss_ok & ok
+
+    def before_update(self, grad_norm, step: int, lr: float) -> bool:
+        """True: apply the update. False: it was dropped (gradients set to None)."""
+        loss_ok = self._loss_ok if self._loss_ok is not None else torch.ones((), dtype=torch.bool)
+        self._loss_ok = None
+        norm = grad_norm if isinstance(grad_norm, torch.Tensor) else torch.tensor(
+            math.nan if grad_norm is None else float(grad_norm))
+        flags = torch.stack([loss_ok.to(norm.device), torch.isfinite(norm.detach().float())]).tolist()
+        if all(flags):
+            self.consecutive = 0
+            self._take_snapshot()
+            return True
+        for p in self.params:
+            p.grad = None
+        metric = "loss" if not flags[0] else "grad_norm"
+        self._record(Event(step, metric, float(norm) if metric == "grad_norm" else math.nan, lr,
+                           restored=metric == "loss" and self._restore()))
+        return False
+
+    def after_update(self, step: int, lr: float) -> bool:
+        """True when every trainable weight is finite after the update."""
+        if not self.params:
+            return True
+        norms = torch._foreach_norm(self.params, math.inf)
+        if bool(torch.isfinite(torch.stack(norms)).all()):
+            return True
+        restored = self._restore()
+        self._record(Event(step, "weights", math.nan, lr, restored=restored))
+        if not restored:
+            self.stop = self.events[-1]  # nothing finite to go on from
+        return False
+
+    def _record(self, event: Event) -> None:
+        self.events.append(event)
+        self.skips += 1
+        self.consecutive += 1
+        if self.policy == "stop" or self.consecutive >= self.max_skips:
+            self.stop = event
+
+    @torch.no_grad()
+    def _take_snapshot(self) -> None:
+        if self._snapshot is not None:
+            torch._foreach_copy_(self._snapshot, [p.detach() for p in self.params])
+            self._has_snapshot = True
+
+    @torch.no_grad()
+    def _restore(self) -> bool:
+        if not self._has_snapshot:
+            return False
+        torch._foreach_copy_([p.data for p in self.params], self._snapshot)
+        return True
+
+
+def wants_snapshot(setting: object, params: list[torch.Tensor], total: int) -> bool:
+    """``health.snapshot``: true, false or auto (trainable share at most 10 %)."""
+    if isinstance(setting, bool):
+        return setting
+    trainable = sum(p.numel() for p in params if p.requires_grad)
+    return total > 0 and trainable <= SNAPSHOT_AUTO_SHARE * total
+
+
+__all__ = ["Guard", "Event", "wants_snapshot"]

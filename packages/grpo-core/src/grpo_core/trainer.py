@@ -1,0 +1,126 @@
+"""``GrpoTrainer``: ``trl.GRPOTrainer`` with what a real run on a GPU needs.
+
+Three short overrides, nothing re-implemented:
+
+- sampling runs under the run's precision (bf16 autocast on CUDA, so fp32 master
+  weights do not make decoding fp32), with ``generation_threads`` torch threads on
+  a CPU, and on CUDA with a static KV cache and compiled decoding (TRL builds its
+  GenerationConfig with ``disable_compile=True``; decoding a small model eagerly is
+  bound by kernel launches, not by the GPU);
+- every optimizer step is checked for non-finite values (:mod:`.nonfinite`): the
+  loss of each micro-batch, the gradient norm before the update, the trainable
+  weights after it. ``stop`` saves a checkpoint of the last finite state at that
+  step and ends training; ``skip`` drops the update and goes on;
+- non-finite logits are replaced during sampling (``remove_invalid_values``)
+  instead of tripping a device-side assert in ``torch.multinomial``; the loss
+  computed from the same weights is then non-finite and the guard stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import torch
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+from .generation import PROMPT_BUCKET, enable_fast_generation
+from .nonfinite import Event, Guard, wants_snapshot
+from .precision import Precision
+
+
+class GrpoTrainer(GRPOTrainer):
+    """``GRPOTrainer`` plus the keyword arguments below (all optional)."""
+
+    def __init__(self, *args, precision: Precision | None = None, fast_generation: bool = False,
+                 generation_threads: int | None = None, on_nonfinite: str = "stop",
+                 snapshot: bool | str = "auto", max_skips: int = 10,
+                 report: Callable[[Event], None] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.precision = precision
+        self.generation_threads = generation_threads
+        self.fast_generation = fast_generation and not self.use_vllm
+        if not self.use_vllm:
+            self.generation_config.remove_invalid_values = True
+            if self.fast_generation:
+                enable_fast_generation(self.generation_config)
+        if precision is not None and precision.trainable != "float32":
+            self._cast_trainable(getattr(torch, precision.trainable))
+        params = list(self.model.parameters())
+        self.guard = Guard(params, policy=on_nonfinite, max_skips=max_skips,
+                           snapshot=wants_snapshot(snapshot, params, sum(p.numel() for p in params)))
+        self.add_callback(_GuardCallback(self, report))
+
+    def _cast_trainable(self, dtype: torch.dtype) -> None:
+        """Pure low precision: adapters too (peft upcasts them to float32)."""
+        for p in self.model.parameters():
+            if p.requires_grad and p.dtype != dtype:
+                p.data = p.data.to(dtype)
+
+    # ---------------------------------------------------------------- sampling
+
+    def _generate_single_turn(self, prompt_ids, *args, **kwargs):
+        if self.fast_generation:
+            self._size_static_cache(prompt_ids)
+        with self._sampling_context():
+            return super()._generate_single_turn(prompt_ids, *args, **kwargs)
+
+    def _size_static_cache(self, prompt_ids) -> None:
+        """One cache size for many steps: prompt lengths rounded up to a bucket, so
+        the compiled decoder is rebuilt only when a longer bucket first appears."""
+        longest = max((len(p) for p in prompt_ids), default=0)
+        need = -(-longest // PROMPT_BUCKET) * PROMPT_BUCKET + self.max_completion_length
+        if need > (self.generation_config.max_cache_len or 0):
+            self.generation_config.max_cache_len = need
+
+    def _sampling_context(self):
+        stack = contextlib.ExitStack()
+        device = self.accelerator.device.type
+        if device == "cpu" and self.generation_threads:
+            from .generation import torch_threads
+
+            stack.enter_context(torch_threads(self.generation_threads))
+        autocast = self.precision.autocast if self.precision is not None else None
+        if device == "cuda" and autocast:
+            stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, autocast)))
+        return stack
+
+    # ---------------------------------------------------------------- non-finite guard
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        self.guard.observe_loss(loss)
+        return loss
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+        self.guard.before_update(grad_norm, self.state.global_step + 1, self._get_learning_rate())
+        return grad_norm
+
+
+class _GuardCallback(TrainerCallback):
+    """The guard's hooks the Trainer offers as callbacks: after the update, and the
+    step's end (where a stop becomes a checkpoint and the end of training)."""
+
+    def __init__(self, trainer: GrpoTrainer, report: Callable[[Event], None] | None):
+        self.trainer = trainer
+        self.report = report
+        self._reported = 0
+
+    def on_optimizer_step(self, args, state, control, **kw):
+        self.trainer.guard.after_update(state.global_step + 1, self.trainer._get_learning_rate())
+
+    def on_step_end(self, args, state, control, **kw):
+        guard = self.trainer.guard
+        for event in guard.events[self._reported:]:
+            if self.report is not None:
+                self.report(event)
+        self._reported = len(guard.events)
+        if guard.stop is not None:
+            # a checkpoint of the last finite state; never one of non-finite weights
+            control.should_save = guard.stop.metric != "weights" or guard.stop.restored
+            control.should_training_stop = True
+
+
+__all__ = ["GrpoTrainer"]
