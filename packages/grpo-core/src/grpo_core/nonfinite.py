@@ -43,8 +43,8 @@ class Event:
     def describe(self) -> str:
         what = {"loss": "the loss", "grad_norm": "the gradient norm",
                 "weights": "the trainable weights after the update"}[self.metric]
-        shown = "non-finite" if self.metric == "weights" else f"{self.value}"
-        return f"step {self.step}: {what} is {shown} (learning rate {self.learning_rate:.3g})"
+        shown = "are non-finite" if self.metric == "weights" else f"is {self.value}"
+        return f"step {self.step}: {what} {shown} (learning rate {self.learning_rate:.3g})"
 
 
 class Guard:

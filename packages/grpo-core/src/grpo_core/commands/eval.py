@@ -86,7 +86,7 @@ def run(args) -> int:
     from ..errors import GrpoError
     from ..generation import generate, load_policy
     from ..scoring import call_reward, weighted_totals
-    from ..train import plan
+    from ..train import fast_generation, plan
 
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:
@@ -110,7 +110,8 @@ def run(args) -> int:
                                  dtype=cfg.model.dtype, device=device)
         groups = generate(model, tok, prompts, n=args.samples, max_new_tokens=a.max_completion_length,
                           temperature=a.temperature, top_p=a.top_p, do_sample=sampled, seed=a.seed,
-                          threads=(cfg.model.generation_threads or 1) if device == "cpu" else None)
+                          threads=(cfg.model.generation_threads or 1) if device == "cpu" else None,
+                          fast=fast_generation(cfg, a, device))
         del model
         texts = [c.text for g in groups for c in g]
         flat_prompts = [p for p in prompts for _ in range(args.samples)]

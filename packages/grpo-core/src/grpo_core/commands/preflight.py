@@ -28,6 +28,7 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print):
     stage's generation settings."""
     from ..generation import generate
     from ..models import load
+    from ..train import fast_generation
 
     a = stage_plan.args
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
@@ -41,6 +42,7 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print):
         batch_size=max(1, 64 // max(a.num_generations, 1)),  # ~64 sequences per generate call
         chat_template_kwargs=getattr(a, "chat_template_kwargs", None),
         threads=(cfg.model.generation_threads or 1) if device == "cpu" else None,
+        fast=fast_generation(cfg, a, device),
     )
     return prompts, groups
 

@@ -47,6 +47,8 @@ def run(args) -> int:
     result = train(cfg, resume=args.resume)
     if result.interrupted:
         return 130
+    if result.stopped:  # non-finite values: the message and advice were printed
+        return 1
     return 0
 
 

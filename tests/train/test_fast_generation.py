@@ -1,0 +1,81 @@
+"""Static-cache, compiled decoding (the CUDA default) gives the same tokens as
+eager decoding. On a CPU it is compiled with the aot_eager backend: the same
+dynamo trace of the decoding step and the same static cache, without inductor's
+C++ build (the GPU uses inductor with CUDA graphs)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grpo_core.config import load_config
+from grpo_core.generation import enable_fast_generation, generate, load_policy
+
+from .conftest import TINY
+
+
+@pytest.fixture(scope="module")
+def sharp_model(tiny_model):
+    model, tok = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    with torch.no_grad():  # sharper logits, so greedy tokens vary instead of repeating one token
+        for p in model.parameters():
+            p.mul_(8)
+    return model, tok
+
+
+def test_fast_decoding_gives_the_same_greedy_tokens_as_eager(sharp_model):
+    model, tok = sharp_model
+    prompts = [[{"role": "user", "content": f"What is {i} + {3 * i}?" + " and" * i}] for i in range(5)]
+    kw = dict(n=1, max_new_tokens=12, do_sample=False, batch_size=3)  # two batches: 3 prompts, then 2
+    eager = generate(model, tok, prompts, fast=False, **kw)
+    fast = generate(model, tok, prompts, fast="aot_eager", **kw)
+    ids = [g[0].token_ids for g in eager]
+    assert [g[0].token_ids for g in fast] == ids
+    assert len({tuple(x) for x in ids}) == 5 and all(len(set(x)) > 3 for x in ids)  # not degenerate
+
+
+def test_enable_fast_generation_sets_a_static_cache_and_compiles():
+    from transformers import GenerationConfig
+
+    config = GenerationConfig(disable_compile=True)  # as TRL builds it
+    enable_fast_generation(config)
+    assert config.cache_implementation == "static" and config.disable_compile is False
+    assert config.compile_config is None  # transformers' default: inductor, CUDA graphs
+
+
+@pytest.mark.parametrize(
+    "setting, device, extra, expected",
+    [("auto", "cuda", [], True), ("auto", "cpu", [], False), ("false", "cuda", [], False),
+     ("true", "cpu", [], True), ("auto", "cuda", ["--cache_implementation", "dynamic"], False),
+     ("auto", "cuda", ["--cache_implementation", "static"], True)],
+)
+def test_fast_generation_setting(toy_plugin, tiny_model, setting, device, extra, expected):
+    from grpo_core.config import training_args
+    from grpo_core.train import fast_generation
+
+    cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.fast_generation", setting, *extra])
+    args = training_args(cfg, cfg.stages[0], device="cpu")
+    assert fast_generation(cfg, args, device) is expected
+
+
+def test_the_trainer_samples_with_a_static_cache_sized_by_prompt_bucket(toy_plugin, tiny_model, tmp_path, monkeypatch):
+    from grpo_core import train
+
+    made = []
+    real = train._make_trainer
+    monkeypatch.setattr(train, "_make_trainer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.fast_generation", "true",
+                             "--max_steps", "1", "--output_dir", str(tmp_path / "o")])
+    assert train.run(cfg, log=lambda *a: None).global_step == 1
+    g = made[0].generation_config
+    assert g.cache_implementation == "static" and g.disable_compile is False
+    assert g.remove_invalid_values is True  # NaN logits are replaced, never a device assert
+    # toy prompts are far below 128 tokens: one bucket of 128 + max_completion_length 8
+    assert g.max_cache_len == 128 + 8
+
+
+def test_bad_fast_generation_value_is_a_config_error(toy_plugin, tiny_model):
+    from grpo_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="model.fast_generation is 'fast'; use one of true, false, auto"):
+        load_config(TINY, ["--model.id", str(tiny_model), "--model.fast_generation", "fast"])

@@ -1,0 +1,165 @@
+"""Non-finite values stop a run cleanly: the update that carries them is dropped,
+a checkpoint of the last finite state is saved, health.jsonl says what happened,
+and --resume continues from it. ``skip`` drops such updates and goes on."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from grpo_core.nonfinite import Guard, wants_snapshot
+
+from .conftest import TINY
+
+
+def step_records(path):
+    return [r for r in map(json.loads, path.read_text().splitlines()) if "reward" in r]
+
+
+def health_records(path):
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("check") == "nonfinite"]
+
+
+class NanGrad(torch.autograd.Function):
+    """Identity forward (the loss stays finite), NaN gradient backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * math.nan
+
+
+@pytest.fixture
+def nan_grad_at(monkeypatch):
+    """``nan_grad_at(steps)``: the gradients of those optimizer steps (1-based) are NaN."""
+    from trl import GRPOTrainer
+
+    original = GRPOTrainer.compute_loss
+
+    def arm(steps):
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            loss = original(self, model, inputs, *args, **kwargs)
+            return NanGrad.apply(loss) if self.state.global_step + 1 in steps else loss
+
+        monkeypatch.setattr(GRPOTrainer, "compute_loss", compute_loss)
+
+    return arm
+
+
+def adapter_weights(checkpoint):
+    from safetensors.torch import load_file
+
+    return load_file(str(checkpoint / "adapter_model.safetensors"))
+
+
+def test_nan_gradient_stops_with_a_resumable_checkpoint_of_the_last_finite_state(grpo, nan_grad_at, tmp_path):
+    nan_grad_at({3})
+    args = (TINY, "--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2")
+    code, out, err = grpo(*args)
+    text = out + err
+    assert code == 1, text
+    assert "step 3: the gradient norm is nan (learning rate" in text
+    assert "lower learning_rate (now 0.001)" in text and "--resume" in text
+    run = tmp_path / "out"
+    # step 3's update was dropped: checkpoint-3 holds exactly the weights of checkpoint-2
+    two, three = adapter_weights(run / "checkpoint-2"), adapter_weights(run / "checkpoint-3")
+    assert two.keys() == three.keys()
+    assert all(torch.equal(two[k], three[k]) for k in two)
+    assert all(torch.isfinite(v).all() for v in three.values())
+    [event] = health_records(run / "health.jsonl")
+    assert (event["step"], event["metric"], event["value"], event["restored"]) == (3, "grad_norm", None, False)
+    assert event["learning_rate"] > 0
+    assert not (run / "adapter").exists()  # no final adapter from a stopped run
+
+    nan_grad_at(set())
+    code, out, err = grpo(*args, "--resume")
+    assert code == 0, out + err
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["4/4"]
+    assert (run / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_skip_drops_the_update_and_goes_on(grpo, nan_grad_at, tmp_path):
+    nan_grad_at({2})
+    code, out, err = grpo(TINY, "--max_steps", "3", "--health.on_nonfinite", "skip")
+    assert code == 0, out + err
+    assert "step 2: the gradient norm is nan" in out + err and "update dropped, going on" in out + err
+    run = tmp_path / "out"
+    assert [r["step"] for r in step_records(run / "metrics.jsonl")] == [1, 2, 3]
+    assert [e["step"] for e in health_records(run / "health.jsonl")] == [2]
+    assert (run / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_skip_stops_after_max_skips_in_a_row(grpo, nan_grad_at, tmp_path):
+    nan_grad_at({2, 3, 4})
+    code, out, err = grpo(TINY, "--max_steps", "5", "--health.on_nonfinite", "skip", "--health.max_skips", "2")
+    assert code == 1, out + err
+    assert "Training stopped: step 3" in out + err
+    assert [e["step"] for e in health_records(tmp_path / "out" / "health.jsonl")] == [2, 3]
+
+
+def test_an_absurd_learning_rate_is_caught_in_the_weights_and_undone(grpo, tmp_path):
+    # Adam moves each weight by about the learning rate: 1e39 overflows float32 to inf.
+    # (The tiny model's adapters are over 10 % of it, so the snapshot is asked for.)
+    code, out, err = grpo(TINY, "--max_steps", "3", "--learning_rate", "1e39", "--lr_scheduler_type", "constant",
+                          "--health.snapshot", "true")
+    text = out + err
+    assert code == 1, text
+    assert "step 1: the trainable weights after the update are non-finite" in text
+    assert "restored" in text
+    ckpt = tmp_path / "out" / "checkpoint-1"
+    weights = adapter_weights(ckpt)
+    assert all(torch.isfinite(v).all() for v in weights.values())
+    # LoRA's B matrices start at zero; restoring the pre-update state puts them back
+    assert all(not v.any() for k, v in weights.items() if "lora_B" in k)
+
+
+def test_non_finite_weights_without_a_snapshot_are_not_saved(grpo, tmp_path):
+    code, out, err = grpo(TINY, "--max_steps", "3", "--learning_rate", "1e39", "--lr_scheduler_type", "constant",
+                          "--health.snapshot", "false")
+    assert code == 1, out + err
+    assert "non-finite and no earlier checkpoint exists" in out + err
+    assert not list((tmp_path / "out").glob("checkpoint-*"))
+
+
+# ------------------------------------------------------------------ the guard alone
+
+
+def test_guard_drops_gradients_of_a_non_finite_step_and_keeps_the_snapshot():
+    w = torch.nn.Parameter(torch.ones(3))
+    guard = Guard([w], policy="stop", snapshot=True)
+    w.grad = torch.ones(3)
+    guard.observe_loss(torch.tensor(0.5))
+    assert guard.before_update(torch.tensor(1.0), step=1, lr=0.1) is True
+    with torch.no_grad():
+        w.add_(1.0)  # the "update"
+    assert guard.after_update(step=1, lr=0.1) is True
+    guard.observe_loss(torch.tensor(math.inf))
+    w.grad = torch.ones(3)
+    assert guard.before_update(torch.tensor(2.0), step=2, lr=0.1) is False
+    assert w.grad is None  # the optimizer skips a parameter without gradient
+    assert torch.equal(w.detach(), torch.ones(3))  # a non-finite loss: weights from before step 1's update
+    assert guard.stop is not None and guard.stop.metric == "loss" and guard.stop.restored
+
+
+def test_guard_without_snapshot_cannot_restore_non_finite_weights():
+    w = torch.nn.Parameter(torch.ones(2))
+    guard = Guard([w], policy="skip", snapshot=False)
+    assert guard.before_update(torch.tensor(1.0), step=1, lr=1.0)
+    with torch.no_grad():
+        w[0] = math.nan
+    assert guard.after_update(step=1, lr=1.0) is False
+    assert guard.stop is not None and not guard.stop.restored  # skip cannot go on from NaN weights
+
+
+def test_snapshot_auto_is_on_for_a_small_trainable_share():
+    frozen = torch.nn.Parameter(torch.zeros(95), requires_grad=False)
+    small, large = torch.nn.Parameter(torch.zeros(5)), torch.nn.Parameter(torch.zeros(50))
+    assert wants_snapshot("auto", [frozen, small], 100) is True  # 5 %
+    assert wants_snapshot("auto", [frozen, large], 145) is False  # 34 %
+    assert wants_snapshot(True, [large], 50) is True and wants_snapshot(False, [small], 100) is False
