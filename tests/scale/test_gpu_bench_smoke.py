@@ -20,3 +20,12 @@ def test_gpu_bench_smoke_mode_prints_the_table():
     grpo_tps, bare_tps, ratio = float(row[2]), float(row[3]), float(row[4])
     assert grpo_tps > 0 and bare_tps > 0
     assert abs(ratio - grpo_tps / bare_tps) <= 0.03 * ratio  # the table rounds tok/s to integers
+    # the step split: generation + rewards + the rest adds up to the step, on both sides
+    import re
+
+    splits = [line for line in lines if re.search(r"(grpo|bare) [\d.]+s = gen", line)]
+    assert len(splits) >= 2
+    for line in splits[-2:]:
+        step, gen, rew, rest = map(float, re.search(
+            r"([\d.]+)s = gen ([\d.]+) \+ rew ([\d.]+) \+ rest ([\d.]+)", line).groups())
+        assert gen > 0 and abs(gen + rew + rest - step) <= 0.015
