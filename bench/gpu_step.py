@@ -186,7 +186,7 @@ def grpo_config(path: Path, model: Path, out: Path, lora: bool, o) -> Path:
 def split(r: dict | str) -> str:
     if isinstance(r, str):
         return r
-    return (f"{r['step_s']:.2f}s = gen {r['generation_s']:.2f} + rew {r['rewards_s']:.3f} + "
+    return (f"{r['tokens_per_s']:.0f} tok/s, {r['peak_gib']:.2f} GiB, {r['step_s']:.2f}s = gen {r['generation_s']:.2f} + rew {r['rewards_s']:.3f} + "
             f"rest {r['rest_s']:.2f} (warm-up {r['warmup_s']:.0f}s)")
 
 
@@ -209,7 +209,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", nargs="+", default=["0.5b", "1.5b"], choices=sorted(SHAPES))
     p.add_argument("--modes", nargs="+", default=["lora", "full"], choices=["lora", "full"])
-    p.add_argument("--steps", type=int, default=4, help="steps per run, the first being warm-up (default 4)")
+    p.add_argument("--steps", type=int, default=3, help="steps per run, the first being warm-up (default 3)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--gens", type=int, default=8)
     p.add_argument("--completion", type=int, default=256, help="completion tokens (forced with min_new_tokens)")

@@ -23,7 +23,7 @@ def test_gpu_bench_smoke_mode_prints_the_table():
     # the step split: generation + rewards + the rest adds up to the step, on both sides
     import re
 
-    splits = [line for line in lines if re.search(r"(grpo|bare) [\d.]+s = gen", line)]
+    splits = [line for line in lines if re.search(r"(grpo|bare) \d+ tok/s, [\d.]+ GiB, [\d.]+s = gen", line)]
     assert len(splits) >= 2
     for line in splits[-2:]:
         step, gen, rew, rest = map(float, re.search(

@@ -1,7 +1,10 @@
 """Static-cache, compiled decoding (the CUDA default) gives the same tokens as
 eager decoding. On a CPU it is compiled with the aot_eager backend: the same
 dynamo trace of the decoding step and the same static cache, without inductor's
-C++ build (the GPU uses inductor with CUDA graphs)."""
+C++ build (the GPU uses inductor with CUDA graphs). Measured on an H100 with
+inductor: 16/16 greedy sequences identical in float32; in bfloat16 only 4/16 on
+this sharpened random model, where the compiled kernels' different rounding
+flips near-ties (sampling is unaffected in distribution, not token for token)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from grpo_core.errors import ConfigError
-from grpo_core.precision import Precision, choose, normalize_dtype
+from grpo_core.precision import Precision, choose, normalize_dtype, sampling_autocast
 
 from .conftest import TINY
 
@@ -68,3 +68,13 @@ def test_pure_bf16_casts_the_adapters_too(grpo, tmp_path):
     assert "weights bfloat16 (frozen), adapters bfloat16" in out
     weights = load_file(str(tmp_path / "out" / "adapter" / "adapter_model.safetensors"))
     assert {str(v.dtype) for v in weights.values()} == {"torch.bfloat16"}
+
+
+def test_sampling_autocast_only_on_cuda_over_low_precision_weights():
+    lora = choose("cuda", bf16=True, lora=True)  # bf16 base, float32 adapters
+    full = choose("cuda", bf16=True, lora=False)  # float32 weights
+    assert sampling_autocast(lora, "cuda") == BF16
+    assert sampling_autocast(full, "cuda") is None  # a static cache needs one dtype for keys and values
+    assert sampling_autocast(choose("cuda", dtype="bfloat16", bf16=True), "cuda") == BF16
+    assert sampling_autocast(choose("cpu", bf16=True, lora=True), "cpu") is None
+    assert sampling_autocast(choose("cuda", bf16=False, lora=True), "cuda") is None

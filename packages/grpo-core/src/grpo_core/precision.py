@@ -43,6 +43,20 @@ class Precision:
         return f"weights {self.trainable}, compute {self.compute}"
 
 
+def sampling_autocast(precision: Precision | None, device: str) -> str | None:
+    """The autocast dtype to sample under, or None.
+
+    Only on CUDA, and only when the weights are already in the autocast dtype (a
+    LoRA base, pure bf16): then autocast just brings the float32 adapters along.
+    float32 weights (a full fine-tune) sample in float32: under autocast their
+    rotary-embedded keys stay float32 while values turn bf16, and a static KV
+    cache holds one dtype for both (seen on an H100: index_copy_ dtype error).
+    """
+    if precision is None or device != "cuda" or not precision.autocast:
+        return None
+    return precision.autocast if precision.load == precision.autocast else None
+
+
 def normalize_dtype(dtype: object) -> str:
     """``model.dtype`` as one of :data:`DTYPES`, or a ConfigError naming the choices."""
     text = "auto" if dtype is None else str(dtype).strip().lower().removeprefix("torch.")
@@ -67,4 +81,4 @@ def choose(device: str, *, dtype: object = "auto", bf16: bool = False, fp16: boo
     return Precision(load=autocast, trainable="float32", autocast=autocast)
 
 
-__all__ = ["Precision", "choose", "normalize_dtype", "DTYPES"]
+__all__ = ["Precision", "choose", "normalize_dtype", "sampling_autocast", "DTYPES"]

@@ -2,9 +2,9 @@
 
 Three short overrides, nothing re-implemented:
 
-- sampling runs under the run's precision (bf16 autocast on CUDA, so fp32 master
-  weights do not make decoding fp32), with ``generation_threads`` torch threads on
-  a CPU, and on CUDA with a static KV cache and compiled decoding (TRL builds its
+- sampling runs under bf16 autocast where the weights are bf16 already (a LoRA
+  base: the float32 adapters come along), with ``generation_threads`` torch threads
+  on a CPU, and on CUDA with a static KV cache and compiled decoding (TRL builds its
   GenerationConfig with ``disable_compile=True``; decoding a small model eagerly is
   bound by kernel launches, not by the GPU);
 - every optimizer step is checked for non-finite values (:mod:`.nonfinite`): the
@@ -27,7 +27,7 @@ from trl import GRPOTrainer
 
 from .generation import PROMPT_BUCKET, enable_fast_generation
 from .nonfinite import Event, Guard, wants_snapshot
-from .precision import Precision
+from .precision import Precision, sampling_autocast
 
 
 class GrpoTrainer(GRPOTrainer):
@@ -81,8 +81,8 @@ class GrpoTrainer(GRPOTrainer):
             from .generation import torch_threads
 
             stack.enter_context(torch_threads(self.generation_threads))
-        autocast = self.precision.autocast if self.precision is not None else None
-        if device == "cuda" and autocast:
+        autocast = sampling_autocast(self.precision, device)
+        if autocast:
             stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, autocast)))
         return stack
 
