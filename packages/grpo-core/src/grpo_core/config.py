@@ -106,6 +106,9 @@ class HealthSection:
     # state) or skip (drop that update and go on; stop after max_skips in a row)
     on_nonfinite: str = "stop"
     max_skips: int = 10
+    # share of a reward's items that may fail (raise, or return no number) over the
+    # last `window` batches before the run stops; failed items score None
+    max_reward_errors: float = 0.2
     # keep the trainable weights from before each update in memory to restore them:
     # auto (when they are at most 10 % of the model, e.g. LoRA), true, false
     snapshot: bool | str = "auto"

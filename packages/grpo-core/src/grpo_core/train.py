@@ -403,11 +403,12 @@ def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict):
     from peft import PeftModel
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+    from .reward_policy import guard_rewards
     from .trainer import GrpoTrainer
 
     cfg, h = r.cfg, r.cfg.health
     trainer = GrpoTrainer(
-        model=model, reward_funcs=p.funcs, args=p.args, train_dataset=r.train_ds, eval_dataset=r.eval_ds,
+        model=model, reward_funcs=guard_rewards(p.funcs, window=h.window, max_share=h.max_reward_errors, log=r.log), args=p.args, train_dataset=r.train_ds, eval_dataset=r.eval_ds,
         processing_class=tokenizer, callbacks=[*callbacks.values(), *r.extra_callbacks],
         peft_config=r.peft_config if not isinstance(model, PeftModel) else None,
         precision=r.precision, fast_generation=fast_generation(cfg, p.args, r.device),
@@ -475,12 +476,34 @@ def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResu
 
 
 def _train(r: Run, trainer, ckpt: Path | None, interrupt) -> None:
-    """``trainer.train`` with Ctrl-C handled at step boundaries."""
+    """``trainer.train`` with Ctrl-C handled at step boundaries; a crash inside a
+    step leaves a checkpoint of the last completed step."""
     interrupt.install()
     try:
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+    except Exception as exc:
+        saved = _save_after_crash(r, trainer)
+        if isinstance(exc, GrpoError):
+            raise type(exc)(f"{exc}\n{saved}") from None
+        r.log(saved)
+        raise
     finally:
         interrupt.uninstall()
+
+
+def _save_after_crash(r: Run, trainer) -> str:
+    """A checkpoint of the last completed step (weights, optimizer, scheduler and data
+    position as that step left them), and the line that says how to go on."""
+    step = trainer.state.global_step
+    if step == 0:
+        return "No step had completed, so there is nothing to resume; fix the cause and start again."
+    out = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+    try:
+        if not out.is_dir():
+            trainer._save_checkpoint(trainer.model, trial=None)
+    except Exception as exc:  # a broken device cannot save; say so, keep the first error
+        return f"Could not save a checkpoint at step {step} ({type(exc).__name__}: {exc})."
+    return f"Saved {out} (step {step}, the last completed step). Continue with: grpo train {r.cfg.path or 'CONFIG'} --resume"
 
 
 def _report_stop(r: Run, p: StagePlan, trainer, interrupted: bool, result: TrainResult) -> None:

@@ -1,0 +1,188 @@
+"""What training does when a reward misbehaves: one bad item never kills a run.
+
+``guard_rewards`` wraps each composed reward for ``grpo train`` (the rewards
+themselves, and ``grpo rewards check``, still raise as written):
+
+- an exception on the batch is retried item by item; the items that raise score
+  ``None`` (TRL leaves them out), the others keep their scores;
+- a wrong number of scores, a score that is not a number (``"1.0"``, ``["high"]``)
+  and NaN/inf are the same kind of failure: ``None`` for the items concerned;
+- failures are counted in the metric ``rewards/<name>/errors`` (per batch), and
+  the first of each kind is logged once, with its traceback;
+- the run stops with :class:`RewardFailure`, naming the reward, its plugin and
+  distribution, only when failures pass ``max_share`` of the items over the
+  last ``window`` batches.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import traceback
+from collections import deque
+from collections.abc import Callable
+
+from .errors import GrpoError
+from .rewards import AsyncReward, Reward
+
+
+class RewardFailure(GrpoError):
+    """A reward failed on too many items to go on."""
+
+
+class GuardedReward:
+    """A TRL reward function around a :class:`Reward`; see the module docstring."""
+
+    def __init__(self, reward: Reward, *, source: str = "", window: int = 5, max_share: float = 0.2,
+                 log: Callable[[str], None] = print):
+        self.reward = reward
+        self.__name__ = self.__qualname__ = reward.__name__
+        self.required_columns = getattr(reward, "required_columns", ())
+        self.source = source
+        self.max_share = max_share
+        self.log = log
+        self.history: deque = deque(maxlen=max(int(window), 1))  # (failed, items) per batch
+        self.errors = 0
+        self._seen_kinds: set[str] = set()
+
+    # ------------------------------------------------------------ the call
+
+    def __call__(self, completions=None, **kwargs):
+        n = len(completions or ())
+        try:
+            scores = self.reward(completions=completions, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - a reward's bug must not kill the run
+            self._note(exc)
+            scores = [self._one(completions, kwargs, i, n) for i in range(n)]
+        return self._finish(scores, n, kwargs)
+
+    def _one(self, completions, kwargs, i: int, n: int):
+        """Score item ``i`` alone; None when it raises (and say why, once per kind)."""
+        item = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
+        try:
+            out = self.reward(completions=[completions[i]], **item)
+            return self._single(out)
+        except Exception as exc:  # noqa: BLE001
+            return _Bad(self._note(exc))
+
+    # ------------------------------------------------------------ checking the scores
+
+    def _finish(self, scores, n: int, kwargs: dict) -> list:
+        if not isinstance(scores, (list, tuple)) or len(scores) != n:
+            got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"{type(scores).__name__} {scores!r:.80}"
+            self._kind(f"returned {got} for {n} completions", "wrong length")
+            scores = [_Bad("wrong length")] * n
+        out, failed = [], 0
+        for s in scores:
+            value = self._value(s)
+            if value is _FAILED:
+                failed += 1
+                value = None
+            out.append(value)
+        self.errors += failed
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            log_metric(f"rewards/{self.__name__}/errors", float(failed))
+        self._check_share(failed, n)
+        return out
+
+    def _value(self, s):
+        if s is None:
+            return None
+        if isinstance(s, _Bad):
+            return _FAILED
+        if isinstance(s, numbers.Real) and not isinstance(s, bool) or _is_scalar_array(s):
+            v = float(s)
+            if math.isfinite(v):
+                return v
+            self._kind(f"returned {v}", "non-finite")
+            return _FAILED
+        self._kind(f"returned {s!r:.60} ({type(s).__name__}), not a number or None", f"type {type(s).__name__}")
+        return _FAILED
+
+    def _check_share(self, failed: int, n: int) -> None:
+        self.history.append((failed, n))
+        total = sum(k for _, k in self.history)
+        bad = sum(f for f, _ in self.history)
+        if total and bad / total > self.max_share and len(self.history) == self.history.maxlen:
+            raise RewardFailure(
+                f"reward '{self.__name__}'{f' from {self.source}' if self.source else ''} failed on {bad} of "
+                f"{total} completions over the last {len(self.history)} batches ({bad / total:.0%} > "
+                f"health.max_reward_errors {self.max_share:g}); the first failures are logged above. "
+                f"Fix the reward, drop it from the rewards list, or raise health.max_reward_errors."
+            )
+
+    # ------------------------------------------------------------ logging once per kind
+
+    def _single(self, out):
+        if isinstance(out, (list, tuple)) and len(out) == 1:
+            return out[0]
+        self._kind(f"returned {out!r:.60} for one completion", "wrong length")
+        return _Bad("wrong length")
+
+    def _note(self, exc: BaseException) -> str:
+        where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        kind = f"{type(exc).__name__} at {where.filename}:{where.lineno}" if where else type(exc).__name__
+        self._kind(f"raised {type(exc).__name__}: {exc}", kind, exc)
+        return kind
+
+    def _kind(self, what: str, kind: str, exc: BaseException | None = None) -> None:
+        if kind in self._seen_kinds:
+            return
+        self._seen_kinds.add(kind)
+        detail = "".join(traceback.format_exception(exc)).rstrip() if exc is not None else ""
+        self.log(f"warning: reward '{self.__name__}'{f' ({self.source})' if self.source else ''} {what}; "
+                 f"those items score None (left out by TRL), counted in rewards/{self.__name__}/errors. "
+                 f"Shown once per kind." + (f"\n{detail}" if detail else ""))
+
+
+class AsyncGuardedReward(GuardedReward):
+    """The same policy around an ``async def`` reward."""
+
+    async def __call__(self, completions=None, **kwargs):
+        n = len(completions or ())
+        try:
+            scores = await self.reward(completions=completions, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            self._note(exc)
+            scores = [await self._one_async(completions, kwargs, i, n) for i in range(n)]
+        return self._finish(scores, n, kwargs)
+
+    async def _one_async(self, completions, kwargs, i: int, n: int):
+        item = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
+        try:
+            out = await self.reward(completions=[completions[i]], **item)
+            return self._single(out)
+        except Exception as exc:  # noqa: BLE001
+            return _Bad(self._note(exc))
+
+
+class _Bad:
+    """A failed item, with why."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+_FAILED = object()
+
+
+def _is_scalar_array(s) -> bool:
+    """A numpy / torch scalar (``np.float32(1.0)``, a 0-d tensor)."""
+    return getattr(s, "shape", None) == () and hasattr(s, "item") and isinstance(s.item(), numbers.Real)
+
+
+def guard_rewards(funcs: list, *, window: int = 5, max_share: float = 0.2,
+                  log: Callable[[str], None] = print) -> list:
+    """Each reward wrapped with the failure policy, named after it as before."""
+    from . import registry
+
+    out = []
+    for f in funcs:
+        entry = registry.rewards().entries.get(getattr(f, "name", ""))
+        cls = AsyncGuardedReward if isinstance(f, AsyncReward) else GuardedReward
+        out.append(cls(f, source=entry.source if entry else "", window=window, max_share=max_share, log=log))
+    return out
+
+
+__all__ = ["GuardedReward", "AsyncGuardedReward", "RewardFailure", "guard_rewards"]
