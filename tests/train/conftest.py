@@ -33,11 +33,11 @@ def exact(completions, answer, **kwargs):
     return [1.0 if str(a) in grpo_core.completion_text(c) else 0.0 for c, a in zip(completions, answer)]
 
 
-INTERRUPT = {"at_call": None, "calls": 0}
+INTERRUPT = {"at_call": None, "calls": 0, "signal": "SIGINT"}
 
 
 def interrupt(completions, **kwargs):
-    """Sends this process SIGINT (Ctrl-C) on call number INTERRUPT["at_call"]."""
+    """Sends this process INTERRUPT["signal"] (SIGINT: Ctrl-C) on call number INTERRUPT["at_call"]."""
     import os
     import signal
 
@@ -45,7 +45,7 @@ def interrupt(completions, **kwargs):
         return []
     INTERRUPT["calls"] += 1
     if INTERRUPT["calls"] == INTERRUPT["at_call"]:
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), getattr(signal, INTERRUPT["signal"]))
     return [0.0 for _ in completions]
 
 
@@ -87,7 +87,7 @@ def make_plugin():
 
 @pytest.fixture
 def toy_plugin(register_plugin):
-    INTERRUPT.update(at_call=None, calls=0)
+    INTERRUPT.update(at_call=None, calls=0, signal="SIGINT")
     register_plugin(make_plugin(), name="train_test_plugin")
 
 

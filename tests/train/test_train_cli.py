@@ -58,6 +58,24 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_continues_at_the_next_step(grpo, t
     assert (run / "adapter" / "adapter_model.safetensors").is_file()
 
 
+def test_sigterm_checkpoints_like_ctrl_c_and_exits_143(grpo, tmp_path):
+    import signal
+
+    from .conftest import INTERRUPT
+
+    INTERRUPT.update(at_call=2, signal="SIGTERM")  # a cluster preempting the job during step 2
+    before = signal.getsignal(signal.SIGTERM)
+    args = (TINY, "--max_steps", "3", "--rewards", "test.digits", "test.interrupt")
+    code, out, err = grpo(*args)
+    assert code == 143, out + err
+    assert "Interrupted (SIGTERM)" in err and "--resume" in out + err
+    assert (tmp_path / "out" / "checkpoint-2" / "adapter_model.safetensors").is_file()
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
+    INTERRUPT.update(at_call=None)
+    code, out, err = grpo(*args, "--resume")
+    assert code == 0 and [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["3/3"]
+
+
 TWO_STAGES = """
 model: {{dtype: float32}}
 lora: {{r: 4, lora_alpha: 8}}
@@ -145,12 +163,28 @@ def test_dry_run_checks_without_loading_a_model(grpo, tmp_path, monkeypatch):
     assert "stage 'main': 2 steps" in out and "test.short:0.5" in out
 
 
-def test_rerun_without_resume_starts_over(grpo, tmp_path):
+def test_rerun_without_resume_moves_the_earlier_run_aside(grpo, tmp_path):
     assert grpo(TINY, "--save_strategy", "steps", "--save_steps", "1")[0] == 0
-    assert (tmp_path / "out" / "checkpoint-2").is_dir()
-    code, out, err = grpo(TINY, "--max_steps", "1")
+    out = tmp_path / "out"
+    assert (out / "checkpoint-2").is_dir()
+    code, stdout, err = grpo(TINY, "--max_steps", "1")  # the same command, --resume forgotten
     assert code == 0, err
-    assert "Starting over" in out and not (tmp_path / "out" / "checkpoint-2").exists()
+    aside = tmp_path / "out.1"
+    assert f"{out} held an earlier run: moved it to {aside}" in stdout and "--overwrite" in stdout
+    # nothing of the first run is lost, and the new one starts clean
+    assert (aside / "checkpoint-1").is_dir() and (aside / "checkpoint-2").is_dir()
+    assert [r["step"] for r in step_records(aside / "metrics.jsonl")] == [1, 2]
+    assert [r["step"] for r in step_records(out / "metrics.jsonl")] == [1]
+    assert grpo(TINY, "--max_steps", "1")[0] == 0
+    assert (tmp_path / "out.2" / "adapter").is_dir()  # a third run: out.2
+
+
+def test_overwrite_replaces_the_earlier_run(grpo, tmp_path):
+    assert grpo(TINY, "--save_strategy", "steps", "--save_steps", "1")[0] == 0
+    code, stdout, err = grpo(TINY, "--max_steps", "1", "--overwrite")
+    assert code == 0, err
+    assert "--overwrite: removed the earlier run" in stdout
+    assert not (tmp_path / "out" / "checkpoint-2").exists() and not (tmp_path / "out.1").exists()
     assert [r["step"] for r in step_records(tmp_path / "out" / "metrics.jsonl")] == [1]
 
 

@@ -233,34 +233,48 @@ def make_callbacks(**kwargs) -> dict[str, Any]:
                         metrics[f"success/{name}"].append(rate)
 
     class InterruptCallback(TrainerCallback):
-        """Ctrl-C: finish the current step, save a checkpoint, stop. A second Ctrl-C quits at once."""
+        """Ctrl-C or SIGTERM (a cluster's preemption): finish the current step, save a
+        checkpoint, stop. A second signal quits at once."""
+
+        SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
         def __init__(self):
             self.requested = False
-            self._previous = None
+            self.signum: int | None = None
+            self._previous: dict = {}
 
         def install(self) -> None:
-            try:
-                self._previous = signal.signal(signal.SIGINT, self._handler)
-            except ValueError:  # not the main thread: leave signals alone
-                self._previous = None
+            for sig in self.SIGNALS:
+                try:
+                    self._previous[sig] = signal.signal(sig, self._handler)
+                except ValueError:  # not the main thread: leave signals alone
+                    return
 
         def uninstall(self) -> None:
-            if self._previous is not None:
-                signal.signal(signal.SIGINT, self._previous)
-                self._previous = None
+            for sig, previous in self._previous.items():
+                signal.signal(sig, previous)
+            self._previous = {}
 
         def _handler(self, signum, frame):
             if self.requested:
+                if signum == signal.SIGTERM:
+                    raise SystemExit(128 + signum)
                 raise KeyboardInterrupt
             self.requested = True
-            print("\nInterrupted: finishing this step and saving a checkpoint "
-                  "(Ctrl-C again to quit without saving).", file=sys.stderr, flush=True)
+            self.signum = signum
+            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            print(f"\nInterrupted ({name}): finishing this step and saving a checkpoint "
+                  f"(send it again to quit without saving).", file=sys.stderr, flush=True)
 
         def on_step_end(self, args, state, control, **kw):
             if self.requested:
                 control.should_save = True
                 control.should_training_stop = True
+
+        @property
+        def exit_code(self) -> int:
+            """The shell's code for death by that signal: 130 for Ctrl-C, 143 for SIGTERM."""
+            return 128 + (self.signum or signal.SIGINT)
 
     return {
         "MetricsCallback": MetricsCallback,

@@ -42,7 +42,7 @@ REMOVED: dict[str, str] = {
     "max_length": "use max_completion_length (prompts are not truncated in TRL 1.16)",
     "evaluation_strategy": "renamed in transformers: use eval_strategy",
     "no_cuda": "removed in transformers 5: use use_cpu (grpo picks CPU automatically when there is no GPU)",
-    "overwrite_output_dir": "removed in transformers 5: checkpoints in output_dir are kept; use a new output_dir or --resume",
+    "overwrite_output_dir": "removed in transformers 5: grpo train moves an earlier run in output_dir aside (DIR.1); pass --overwrite to replace it, or --resume to continue it",
     "logging_dir": "removed in transformers 5: TensorBoard logs go under output_dir (or set TENSORBOARD_LOGGING_DIR)",
     "per_gpu_train_batch_size": "use per_device_train_batch_size",
     "warmup_ratio": "removed in transformers 5: warmup_steps takes a ratio when below 1 (warmup_steps: 0.05)",

@@ -53,6 +53,7 @@ class TrainResult:
     plot: Path | None = None
     health_events: list[dict] = field(default_factory=list)
     stopped: str | None = None  # why training stopped early (non-finite values), with advice
+    exit_code: int = 0  # 130 after Ctrl-C, 143 after SIGTERM, 1 after a non-finite stop
 
 
 # ------------------------------------------------------------------ data
@@ -147,19 +148,42 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     path.write_text("".join(line + "\n" for line in keep))
 
 
-def _start_fresh(root: Path, plans: list[StagePlan], log: Callable) -> None:
-    removed = 0
-    for p in plans:
-        if p.output_dir.is_dir():
-            for d in p.output_dir.glob("checkpoint-*"):
-                if d.is_dir():
-                    shutil.rmtree(d)
-                    removed += 1
-    for name in (METRICS, HEALTH, PROGRESS, PLOT):
-        (root / name).unlink(missing_ok=True)
-    if removed:
-        log(f"Starting over in {root}: removed {removed} checkpoint(s) of an earlier run "
-            f"(pass --resume to continue one instead).")
+RUN_FILES = (METRICS, HEALTH, PROGRESS, PLOT, RESOLVED, "adapter", "model", "merged")
+
+
+def earlier_run(root: Path, plans: list[StagePlan]) -> bool:
+    """Does ``root`` hold what an earlier run wrote (checkpoints, metrics, weights)?"""
+    if any(p.output_dir.is_dir() and any(p.output_dir.glob("checkpoint-*")) for p in plans):
+        return True
+    for name in (METRICS, PROGRESS, PLOT, "adapter", "model", "merged"):
+        path = root / name
+        if path.is_dir() or (path.is_file() and path.stat().st_size > 0):
+            return True
+    return False
+
+
+def _start_fresh(root: Path, plans: list[StagePlan], log: Callable, overwrite: bool) -> None:
+    """A new run never loses an earlier one by accident: it is moved aside
+    (``<dir>.1``, ``<dir>.2``, ...) unless ``--overwrite`` asks to replace it."""
+    if not earlier_run(root, plans):
+        return
+    if overwrite:
+        for p in plans:
+            for d in p.output_dir.glob("checkpoint-*") if p.output_dir.is_dir() else ():
+                shutil.rmtree(d, ignore_errors=True)
+        for name in RUN_FILES:
+            target = root / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+        log(f"--overwrite: removed the earlier run's checkpoints and outputs in {root}.")
+        return
+    n = 1
+    while root.with_name(f"{root.name}.{n}").exists():
+        n += 1
+    aside = root.with_name(f"{root.name}.{n}")
+    root.rename(aside)
+    root.mkdir(parents=True)
+    log(f"{root} held an earlier run: moved it to {aside}. (--resume continues a run; "
+        f"--overwrite replaces it.)")
 
 
 # ------------------------------------------------------------------ model helpers
@@ -281,15 +305,16 @@ class Run:
     stream: Any
     extra_callbacks: list
     main: bool = True
+    overwrite: bool = False  # replace an earlier run in output_dir instead of moving it aside
     offset: int = 0  # global steps of the stages before the current one
     carried: str | None = None  # weights a finished stage left, to load before the next one
     trainer: Any = None
 
 
-def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None] = print,
-        stream=None, extra_callbacks: list | None = None) -> TrainResult:
+def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False,
+        log: Callable[[str], None] = print, stream=None, extra_callbacks: list | None = None) -> TrainResult:
     """Train as ``cfg`` says; see the module docstring for the outputs."""
-    r = _prepare(cfg, resume, log, stream or sys.stdout, list(extra_callbacks or []))
+    r = _prepare(cfg, resume, overwrite, log, stream or sys.stdout, list(extra_callbacks or []))
     model, tokenizer = _load_model(r)
     result = TrainResult(output_dir=r.root, global_step=0)
     for i, p in enumerate(r.plans):
@@ -304,7 +329,7 @@ def run(cfg: RunConfig, *, resume: bool | str = False, log: Callable[[str], None
     return _finish(r, model, tokenizer, result)
 
 
-def _prepare(cfg: RunConfig, resume, log, stream, extra_callbacks) -> Run:
+def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbacks) -> Run:
     """Everything that needs no model: data, plans, output dir, resume bookkeeping."""
     from .precision import choose
 
@@ -320,7 +345,8 @@ def _prepare(cfg: RunConfig, resume, log, stream, extra_callbacks) -> Run:
     r = Run(cfg=cfg, device=device, plans=plans, root=root, train_ds=train_ds, eval_ds=eval_ds,
             peft_config=lora_config(cfg), resume=resume or a.resume_from_checkpoint or False,
             precision=choose(device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None),
-            progress={"stages": {}}, log=log, stream=stream, extra_callbacks=extra_callbacks, main=main)
+            progress={"stages": {}}, log=log, stream=stream, extra_callbacks=extra_callbacks, main=main,
+            overwrite=overwrite)
     root.mkdir(parents=True, exist_ok=True)
     _check_resume(r)
     if main:
@@ -340,7 +366,7 @@ def _check_resume(r: Run) -> None:
         if not (r.progress["stages"] or any(last_checkpoint(p.output_dir) for p in r.plans)):
             r.log(f"--resume: nothing to resume in {r.root}; starting from the beginning.")
     elif r.main:
-        _start_fresh(r.root, r.plans, r.log)
+        _start_fresh(r.root, r.plans, r.log, r.overwrite)
 
 
 def _load_model(r: Run):
@@ -463,7 +489,7 @@ def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResu
         result.health_events.extend(callbacks["health"].events)
     result.global_step = r.offset + steps
     if callbacks["interrupt"].requested or trainer.guard.stop is not None:
-        _report_stop(r, p, trainer, callbacks["interrupt"].requested, result)
+        _report_stop(r, p, trainer, callbacks["interrupt"], result)
         return model
     r.offset += steps
     result.stages.append({"name": name, "steps": steps})
@@ -506,12 +532,13 @@ def _save_after_crash(r: Run, trainer) -> str:
     return f"Saved {out} (step {step}, the last completed step). Continue with: grpo train {r.cfg.path or 'CONFIG'} --resume"
 
 
-def _report_stop(r: Run, p: StagePlan, trainer, interrupted: bool, result: TrainResult) -> None:
+def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult) -> None:
     """The message for a run that ended before its last step, with what to do next."""
     ck = last_checkpoint(p.output_dir)
     again = f"grpo train {r.cfg.path or 'CONFIG'} --resume"
-    if interrupted:
+    if interrupt.requested:
         result.interrupted = True
+        result.exit_code = interrupt.exit_code
         r.log(f"Saved {ck} at step {result.global_step}. Continue with: {again}")
         return
     event = trainer.guard.stop
@@ -523,6 +550,7 @@ def _report_stop(r: Run, p: StagePlan, trainer, interrupted: bool, result: Train
         saved = f"The weights are non-finite and were not saved; the last checkpoint is {ck}: {again}"
     else:
         saved = "The weights are non-finite and no earlier checkpoint exists (save_steps): start over."
+    result.exit_code = 1
     result.stopped = f"Training stopped: {event.describe()}. {saved}\n{_nonfinite_advice(r, p)}"
     r.log(result.stopped)
 

@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
         "--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
         help="continue from the last checkpoint in output_dir (or the one given)",
     )
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier run in output_dir (by default it is moved aside to DIR.1, DIR.2, ...)")
     p.add_argument("--dry-run", action="store_true",
                    help="check the config, rewards and dataset, print the resolved config, load no model")
     p.set_defaults(func=run, accepts_extra=True)
@@ -44,12 +46,8 @@ def run(args) -> int:
         return _dry_run(cfg)
     from ..train import run as train
 
-    result = train(cfg, resume=args.resume)
-    if result.interrupted:
-        return 130
-    if result.stopped:  # non-finite values: the message and advice were printed
-        return 1
-    return 0
+    result = train(cfg, resume=args.resume, overwrite=args.overwrite)
+    return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
 
 
 def _dry_run(cfg) -> int:
