@@ -7,6 +7,7 @@ import asyncio
 import functools
 import os
 import threading
+import sys
 import time
 
 import pytest
@@ -162,3 +163,43 @@ def test_a_broken_install_raises_instead_of_scoring_zero():
 
     with pytest.raises(ImportError, match="cannot import no_such_module_xyz"):
         pool.run(importlib.import_module, [("no_such_module_xyz",)], timeout=5, workers=2)
+
+
+ORPHAN_SCRIPT = """
+import json, os, signal, threading, time
+from grpo_rewards_math import _worker, pool
+(pid, ppid), = [o.value for o in pool.run(_worker.ping, [()], timeout=30, workers=2)]
+from multiprocessing import resource_tracker
+tracker = resource_tracker._resource_tracker._pid
+# two checks stuck in C (a power of 10 with a billion digits), holding the GIL
+threading.Thread(target=pool.run, args=(pow, [(10, 10**9), (10, 10**9)], 200, 2), daemon=True).start()
+time.sleep(1.5)
+print(json.dumps({"worker": pid, "forkserver": ppid, "tracker": tracker}), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_no_checker_outlives_a_trainer_killed_with_sigkill(tmp_path):
+    import json
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", ORPHAN_SCRIPT], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    pids = json.loads(proc.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids.values()):
+        time.sleep(0.1)
+    left = {name: pid for name, pid in pids.items() if _alive(pid)}
+    for pid in left.values():
+        os.kill(pid, 9)
+    assert not left, f"left running after the trainer died: {left}"

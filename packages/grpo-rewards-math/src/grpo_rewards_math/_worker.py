@@ -11,9 +11,32 @@ from __future__ import annotations
 import os
 
 
+def die_with_parent() -> None:
+    """Linux: the kernel kills this process (SIGKILL) when its parent dies, however
+    the parent dies (kill -9 included) and whatever this process is doing (a stuck
+    C-level computation holding the GIL too). Elsewhere a no-op."""
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        parent = os.getppid()
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
 def init() -> None:
-    """Pool initializer: cap the worker's memory (``GRPO_MATH_WORKER_MEMORY_MB``,
-    default 4096; 0 = no cap) so a runaway computation fails instead of swapping."""
+    """Pool initializer: die with the parent (the forkserver, which itself dies with
+    the trainer: see ``_forkserver``); cap the worker's memory
+    (``GRPO_MATH_WORKER_MEMORY_MB``, default 4096; 0 = no cap) so a runaway
+    computation fails instead of swapping."""
+    die_with_parent()
     try:
         mb = int(os.environ.get("GRPO_MATH_WORKER_MEMORY_MB", "4096"))
     except ValueError:

@@ -10,6 +10,9 @@ its worker killed and replaced, and the batch goes on.
   replacement worker starts in milliseconds instead of re-importing sympy.
   Unlike a plain spawn/forkserver pool, the workers do not re-run the
   caller's ``__main__``, so a script without a main guard is safe.
+- Lifetime: the forkserver dies with the trainer and the workers with the
+  forkserver (Linux ``PR_SET_PDEATHSIG``), so a checker stuck in a computation
+  never outlives a trainer killed by SIGTERM or SIGKILL.
 - Size: ``workers`` argument, else ``GRPO_MATH_WORKERS``, else the usable CPUs
   divided by ``LOCAL_WORLD_SIZE`` (processes per host under torchrun or
   accelerate), at most 8. Created lazily on first use, kept for the process.
@@ -138,7 +141,7 @@ def _context():
     if "forkserver" in multiprocessing.get_all_start_methods():
         try:
             multiprocessing.get_context("forkserver").set_forkserver_preload(
-                ["grpo_rewards_math._verify"]
+                ["grpo_rewards_math._forkserver", "grpo_rewards_math._verify"]
             )
         except Exception:
             pass
@@ -165,6 +168,9 @@ def get_pool(workers: int):
             # first: multiprocessing's own exit hook would wait for live workers.
             atexit.register(shutdown)
             _atexit_registered = True
+        from ._forkserver import PARENT_ENV
+
+        os.environ[PARENT_ENV] = str(os.getpid())  # read by the forkserver it starts
         pool = ProcessPool(max_workers=workers, initializer=_worker.init, context=_context())
         _pools[workers] = pool
         return pool
