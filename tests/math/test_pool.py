@@ -137,9 +137,9 @@ def test_correctness_honours_the_workers_parameter():
     before = set(pool._pools)
     n = 1000 + os.getpid() % 1000  # an input no earlier test has cached
     assert correctness([rf"\boxed{{\sqrt{{{n * n}}}}}"], [str(n)], workers=3) == [1.0]
-    assert 3 in pool._pools
-    pool._pools.pop(3).stop()
-    assert set(pool._pools) >= before - {3}
+    assert (3, 0) in pool._pools
+    pool._pools.pop((3, 0)).stop()
+    assert set(pool._pools) >= before - {(3, 0)}
 
 
 def test_a_crashed_worker_scores_as_an_error_and_is_replaced():
@@ -203,3 +203,51 @@ def test_no_checker_outlives_a_trainer_killed_with_sigkill(tmp_path):
     for pid in left.values():
         os.kill(pid, 9)
     assert not left, f"left running after the trainer died: {left}"
+
+
+def test_stuck_checks_cost_one_time_limit_per_batch_not_one_per_wave():
+    # 8 stuck checks and 2 quick ones on 2 workers: every stuck check starts before
+    # the first can time out (spare pools take the waiting ones), so the batch costs
+    # one limit, not ceil(8 / 2) of them
+    limit = 4.0
+    batch = pool._Batch(time.sleep, [(60,)] * 8 + [(0,)] * 2, limit, 2)
+    batch.wait()
+    out = batch.outcomes()
+    assert [o.status for o in out] == ["timeout"] * 8 + ["ok"] * 2
+    stuck_starts = [batch.started[i] for i in range(8)]
+    assert max(stuck_starts) - min(stuck_starts) < limit
+    assert batch.spare == 4  # 2 pools of stuck pairs moved on three times, the quick pair ran in the 5th
+    assert all(spare == 0 for _, spare in pool._pools)  # spare pools are not kept
+
+
+def test_a_timed_out_pair_is_remembered_and_not_checked_again(monkeypatch):
+    from grpo_rewards_math import rewards
+
+    comps, golds = mixed_batch()
+    correctness(comps, golds, timeout=LIMIT, workers=2)  # the towers time out (or did earlier)
+    checked = []
+    real = rewards._check
+    monkeypatch.setattr(rewards, "_check", lambda keys, *a: checked.extend(keys) or real(keys, *a))
+    metrics = {}
+    out = correctness(comps, golds, timeout=LIMIT, workers=2, log_metric=lambda k, v: metrics.setdefault(k, v))
+    assert out == EXPECTED
+    assert checked == [] and metrics["math.correctness/timeouts"] == 2.0
+
+
+def test_a_check_lost_with_its_worker_is_rerun_once_then_counted(monkeypatch):
+
+    calls = []
+
+    def fake_run(func, keys, timeout, workers):  # the worker dies on every "lost" pair
+        calls.append(list(keys))
+        return [pool.Outcome("error", "ProcessExpired") if "777" in k[1] else pool.Outcome("ok", (True, True))
+                for k in keys]
+
+    monkeypatch.setattr(pool, "run", fake_run)
+    metrics = {}
+    n = 5000 + os.getpid() % 1000  # pairs no other test has cached; square roots go to the checker
+    golds = [rf"\sqrt{{{n}}}"] * 2
+    out = correctness([rf"\boxed{{\sqrt{{{n}}}+0}}", r"\boxed{\sqrt{777}}"], golds, workers=2,
+                      log_metric=lambda k, v: metrics.setdefault(k, v))
+    assert len(calls) == 2 and len(calls[1]) == 1 and "777" in calls[1][0][1]  # rerun once, alone
+    assert out == [1.0, 0.0] and metrics["math.correctness/lost"] == 1.0

@@ -149,31 +149,43 @@ def _context():
     return SpawnCheckerContext()
 
 
-def get_pool(workers: int):
-    """The shared pool with ``workers`` processes, created on first use."""
+def get_pool(workers: int, spare: int = 0):
+    """The shared pool with ``workers`` processes, created on first use. ``spare``
+    1, 2, ...: further pools of the same size, taken only while the ones before are
+    blocked by stuck checks."""
     global _owner_pid, _atexit_registered
+    key = (workers, spare)
     with _lock:
         if os.getpid() != _owner_pid:  # we are a forked child: the parent's pools are not ours
             _pools.clear()
             _owner_pid = os.getpid()
-        pool = _pools.get(workers)
+        pool = _pools.get(key)
         if pool is not None and getattr(pool, "active", False):
             return pool
         from pebble import ProcessPool
 
         from . import _worker
+        from ._forkserver import PARENT_ENV
 
         if not _atexit_registered:
             # After multiprocessing.util and pebble registered theirs, so this runs
             # first: multiprocessing's own exit hook would wait for live workers.
             atexit.register(shutdown)
             _atexit_registered = True
-        from ._forkserver import PARENT_ENV
-
         os.environ[PARENT_ENV] = str(os.getpid())  # read by the forkserver it starts
         pool = ProcessPool(max_workers=workers, initializer=_worker.init, context=_context())
-        _pools[workers] = pool
+        _pools[key] = pool
         return pool
+
+
+def _forget(key: tuple[int, int], pool) -> None:
+    with _lock:
+        if _pools.get(key) is pool:
+            del _pools[key]
+    try:
+        pool.stop()
+    except Exception:
+        pass
 
 
 def shutdown() -> None:
@@ -196,55 +208,105 @@ def shutdown() -> None:
                 pass
 
 
+STUCK_AFTER = 0.5  # seconds: a check running longer blocks its worker for scheduling purposes
+
+
 def run(func: Callable, arg_tuples: list[tuple], timeout: float, workers: int) -> list[Outcome]:
     """``func(*args)`` for each args in the pool, each under ``timeout`` seconds.
 
     Always returns one Outcome per input: a task past its limit is killed and
     reported as ``timeout``; a crashed worker or a raised exception as ``error``.
+    Stuck checks cost one time limit per batch, not one per ``workers`` of them:
+    when every worker of a pool has run one check for over ``STUCK_AFTER`` and
+    checks still wait, those move to a spare pool of the same size.
     """
     if not arg_tuples:
         return []
     if not (isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)):
         raise ValueError(f"timeout={timeout!r}: give the per-item time limit in seconds (> 0).")
-    pool = get_pool(workers)
-    try:
-        futures = [pool.schedule(func, args=args, timeout=timeout) for args in arg_tuples]
-    except RuntimeError:  # the pool was stopped or broke between get_pool and schedule
-        with _lock:
-            if _pools.get(workers) is pool:
-                del _pools[workers]
-        pool = get_pool(workers)
-        futures = [pool.schedule(func, args=args, timeout=timeout) for args in arg_tuples]
-    # Belt and braces: pebble enforces the per-task limit; this bounds the whole
-    # batch even if the pool itself stalls (e.g. workers that cannot start).
-    waves = math.ceil(len(arg_tuples) / workers) + 1
-    deadline = time.monotonic() + waves * (timeout + 2.0) + 30.0
-    outcomes = []
-    stalled = False
-    for fut in futures:
-        remaining = deadline - time.monotonic()
+    batch = _Batch(func, arg_tuples, timeout, workers)
+    batch.wait()
+    return batch.outcomes()
+
+
+class _Batch:
+    """One call of :func:`run`: its futures, which pool holds each, when each started."""
+
+    def __init__(self, func, arg_tuples, timeout, workers):
+        self.func, self.args, self.timeout, self.workers = func, arg_tuples, timeout, workers
+        self.spare = 0
+        self.pool = self._pool(0)
+        self.pools = [self.pool]
+        self.futures = [self._schedule(a) for a in arg_tuples]
+        self.owner = [0] * len(arg_tuples)
+        self.started: dict[int, float] = {}
+        # belt and braces: pebble enforces the per-task limit; this bounds the whole
+        # batch even if a pool itself stalls (e.g. workers that cannot start)
+        self.deadline = time.monotonic() + (math.ceil(len(arg_tuples) / workers) + 1) * (timeout + 2.0) + 30.0
+        self.stalled = False
+
+    def _pool(self, spare: int):
+        return get_pool(self.workers, spare)
+
+    def _schedule(self, args):
         try:
-            outcomes.append(Outcome("ok", fut.result(timeout=max(0.0, remaining))))
-        except (TimeoutError, FuturesTimeout):
-            if fut.done():
-                outcomes.append(Outcome("timeout"))
-            else:
-                stalled = True
+            return self.pool.schedule(self.func, args=args, timeout=self.timeout)
+        except RuntimeError:  # the pool was stopped or broke since get_pool
+            _forget((self.workers, self.spare), self.pool)
+            self.pool = self._pool(self.spare)
+            return self.pool.schedule(self.func, args=args, timeout=self.timeout)
+
+    def wait(self) -> None:
+        from concurrent.futures import FIRST_COMPLETED
+        from concurrent.futures import wait as wait_any
+
+        while True:
+            open_ = [i for i, f in enumerate(self.futures) if not f.done()]
+            now = time.monotonic()
+            if not open_:
+                return
+            if now > self.deadline:
+                self.stalled = True
+                return
+            for i in open_:
+                if i not in self.started and self.futures[i].running():
+                    self.started[i] = now
+            self._move_if_blocked(open_, now)
+            wait_any([self.futures[i] for i in open_], timeout=0.05, return_when=FIRST_COMPLETED)
+
+    def _move_if_blocked(self, open_: list[int], now: float) -> None:
+        waiting = [i for i in open_ if i not in self.started and self.owner[i] == self.spare]
+        stuck = [i for i in open_ if self.owner[i] == self.spare and now - self.started.get(i, now) > STUCK_AFTER]
+        if not waiting or len(stuck) < self.workers:
+            return
+        self.spare += 1
+        self.pool = self._pool(self.spare)
+        self.pools.append(self.pool)
+        for i in waiting:
+            if self.futures[i].cancel():
+                self.futures[i] = self._schedule(self.args[i])
+                self.owner[i] = self.spare
+
+    def outcomes(self) -> list[Outcome]:
+        out = []
+        for fut in self.futures:
+            if not fut.done():
                 fut.cancel()
-                outcomes.append(Outcome("timeout"))
-        except ImportError as exc:  # a broken install must not read as "every answer wrong"
-            raise ImportError(
-                f"the math checker processes cannot import {exc.name or 'a module'} ({exc}); "
-                f"reinstall grpo-rewards-math with its dependencies (math-verify[antlr4_13_2], sympy)."
-            ) from exc
-        except Exception as exc:  # ProcessExpired, MemoryError, ...
-            outcomes.append(Outcome("error", type(exc).__name__))
-    if stalled:
-        with _lock:
-            if _pools.get(workers) is pool:
-                del _pools[workers]
-        try:
-            pool.stop()
-        except Exception:
-            pass
-    return outcomes
+                out.append(Outcome("timeout"))
+                continue
+            try:
+                out.append(Outcome("ok", fut.result(timeout=0)))
+            except (TimeoutError, FuturesTimeout):
+                out.append(Outcome("timeout"))
+            except ImportError as exc:  # a broken install must not read as "every answer wrong"
+                raise ImportError(
+                    f"the math checker processes cannot import {exc.name or 'a module'} ({exc}); "
+                    f"reinstall grpo-rewards-math with its dependencies (math-verify[antlr4_13_2], sympy)."
+                ) from exc
+            except Exception as exc:  # ProcessExpired, MemoryError, CancelledError ...
+                out.append(Outcome("error", type(exc).__name__))
+        # spare pools only served this batch's stuck checks; the first stays for the next
+        for spare, pool in enumerate(self.pools):
+            if spare or self.stalled:
+                _forget((self.workers, spare), pool)
+        return out

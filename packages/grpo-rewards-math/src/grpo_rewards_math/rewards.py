@@ -52,6 +52,18 @@ def _remember(key: tuple[str, str | None], value: tuple[bool, bool]) -> None:
             _verdicts[(key[0], None)] = (value[0], False)
 
 
+TIMED_OUT = (None, None)  # the verdict remembered for a pair whose check ran out of time
+
+
+def _remember_timeout(key: tuple[str, str | None]) -> None:
+    """A pair that ran out of time is not checked again: it would cost the limit again."""
+    with _cache_lock:
+        _verdicts[key] = TIMED_OUT
+        _verdicts.move_to_end(key)
+        while len(_verdicts) > _CACHE_SIZE:
+            _verdicts.popitem(last=False)
+
+
 def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
     """Decide without sympy when that is provably right: plain decimals on
     both sides compare exactly as decimals, integers and fractions of integers
@@ -71,7 +83,7 @@ def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
                 return True, g == c
     if cand is not None and cand == gold:
         known = _cached((gold, None))
-        if known is not None and known[0]:
+        if known is not None and known[0] is True:
             return True, True
     return None
 
@@ -82,15 +94,17 @@ def _judge(
     fallback_last_number: bool,
     timeout: float,
     workers: int | None,
-) -> tuple[list[float | None], list, int]:
-    """Correctness of every completion: 1.0 / 0.0 / None, the extractions and
-    the number of items that ran out of time."""
+) -> tuple[list[float | None], list, int, int]:
+    """Correctness of every completion: 1.0 / 0.0 / None, the extractions, the
+    number of items that ran out of time (now or in an earlier batch) and the
+    number lost with a worker that died twice."""
     from . import extract as ex
 
     golds = _aligned("answer", completions, answer)
     extractions = [ex.extract_answer(completion_text(c), fallback_last_number) for c in completions]
     results: list[float | None] = [None] * len(golds)
     pending: dict[tuple[str, str | None], list[int]] = {}
+    timeouts = 0
     for i, (gold_obj, ext) in enumerate(zip(golds, extractions)):
         gold = ex.prepare_gold(gold_obj)
         if gold.kind == "none":
@@ -101,30 +115,47 @@ def _judge(
             cand = ex.to_math(ext.answer)
             key = (gold.value, cand)
             verdict = _fast(*key) or _cached(key)
-            if verdict is not None:
+            if verdict == TIMED_OUT:
+                results[i] = 0.0
+                timeouts += 1
+            elif verdict is not None:
                 results[i] = (1.0 if verdict[1] else 0.0) if verdict[0] else None
             else:
                 pending.setdefault(key, []).append(i)
-    timeouts = 0
+    lost = 0
     if pending:
-        from . import _worker, pool
-
         keys = list(pending)
-        outcomes = pool.run(_worker.check, keys, timeout, pool.resolve_workers(workers))
-        for key, outcome in zip(keys, outcomes):
+        for key, outcome in zip(keys, _check(keys, timeout, workers)):
             if outcome.status == "ok":
                 gold_ok, equal = outcome.value
                 _remember(key, (bool(gold_ok), bool(equal)))
                 score = (1.0 if equal else 0.0) if gold_ok else None
-            else:  # timed out or the worker died: documented as 0.0
-                timeouts += len(pending[key]) if outcome.status == "timeout" else 0
+            elif outcome.status == "timeout":  # documented: a check past its limit scores 0.0
+                _remember_timeout(key)
+                timeouts += len(pending[key])
+                score = 0.0
+            else:  # its worker died twice (memory cap, crash): 0.0, counted as lost
+                lost += len(pending[key])
                 score = 0.0
             for i in pending[key]:
                 results[i] = score
-    return results, extractions, timeouts
+    return results, extractions, timeouts, lost
 
 
-def _log(kwargs: dict, name: str, extractions: list, timeouts: int) -> None:
+def _check(keys: list, timeout: float, workers: int | None) -> list:
+    """The checker's outcomes; a check whose worker died is run once more."""
+    from . import _worker, pool
+
+    n = pool.resolve_workers(workers)
+    outcomes = pool.run(_worker.check, keys, timeout, n)
+    again = [i for i, o in enumerate(outcomes) if o.status == "error"]
+    if again:
+        for i, o in zip(again, pool.run(_worker.check, [keys[i] for i in again], timeout, n)):
+            outcomes[i] = o
+    return outcomes
+
+
+def _log(kwargs: dict, name: str, extractions: list, timeouts: int, lost: int = 0) -> None:
     """Extraction failures and timeouts as TRL metrics/columns (never fails the reward)."""
     try:
         log_metric = kwargs.get("log_metric")
@@ -132,6 +163,7 @@ def _log(kwargs: dict, name: str, extractions: list, timeouts: int) -> None:
             missing = sum(e.answer is None for e in extractions)
             log_metric(f"{name}/no_answer", missing / len(extractions))
             log_metric(f"{name}/timeouts", float(timeouts))
+            log_metric(f"{name}/lost", float(lost))
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
             log_extra(f"{name}/answer", [(e.answer or "")[:200] for e in extractions])
@@ -166,10 +198,10 @@ def correctness(
     still completes. ``workers``: pool size (default ``GRPO_MATH_WORKERS`` or
     CPUs per process on the host).
     """
-    scores, extractions, timeouts = _judge(
+    scores, extractions, timeouts, lost = _judge(
         completions, answer, fallback_last_number, timeout, workers
     )
-    _log(kwargs, "math.correctness", extractions, timeouts)
+    _log(kwargs, "math.correctness", extractions, timeouts, lost)
     return scores
 
 
@@ -205,10 +237,10 @@ def cosine(
     """
     if max_len <= 0:
         raise ValueError(f"max_len={max_len!r} must be a positive length (tokens).")
-    scores, extractions, timeouts = _judge(
+    scores, extractions, timeouts, lost = _judge(
         completions, answer, fallback_last_number, timeout, workers
     )
-    _log(kwargs, "math.cosine", extractions, timeouts)
+    _log(kwargs, "math.cosine", extractions, timeouts, lost)
     ids = kwargs.get("completion_ids")
     if ids is not None:
         ids = _aligned("completion_ids", completions, ids)
