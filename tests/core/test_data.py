@@ -60,8 +60,23 @@ def test_unknown_dataset_suggests_names(toy):
         grpo_core.load_dataset("toyy")
 
 
-def test_unknown_builtin_dataset_says_what_to_install(plugin_manager):
+def test_unknown_builtin_dataset_says_what_to_install(plugin_manager, monkeypatch):
+    from grpo_core import plugins
+
+    monkeypatch.setattr(plugins, "is_installed", lambda dist: False)
     with pytest.raises(UnknownNameError, match="pip install grpo-datasets"):
+        grpo_core.load_dataset("gsm8k")
+
+
+def test_an_installed_builtin_left_out_of_grpo_plugins_is_not_sent_to_pip(plugin_manager, monkeypatch):
+    from grpo_core import plugins
+
+    monkeypatch.setattr(plugins, "is_installed", lambda dist: dist == "grpo-datasets")
+    monkeypatch.setenv("GRPO_PLUGINS", "")  # as in the tests: nothing allowed
+    with pytest.raises(UnknownNameError, match="comes from grpo-datasets, which is installed: add it to GRPO_PLUGINS"):
+        grpo_core.load_dataset("gsm8k")
+    monkeypatch.delenv("GRPO_PLUGINS")  # everything allowed, yet not loaded: a broken install
+    with pytest.raises(UnknownNameError, match="installed but did not load"):
         grpo_core.load_dataset("gsm8k")
 
 

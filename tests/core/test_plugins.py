@@ -65,24 +65,63 @@ def test_broken_plugin_is_reported_and_others_still_load(site):
     assert run_grpo(["plugins"], site, plugins="acme-good,acme-broken").returncode == 1
 
 
-def test_same_entry_point_name_in_two_distributions_is_reported(site):
+def test_same_entry_point_name_in_two_distributions_loads_both_and_says_so(site):
     # pluggy alone would load one of them and say nothing.
     make_dist(site, "acme-clone", {"acme": "acme_clone"},
               {"acme_clone": REWARD_MODULE.format(func="c", name="clone.thing", desc="")})
     out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,acme-clone")
-    assert "entry point name 'acme' is already used by distribution" in out.stderr
-    assert "acme-good" in out.stderr and "acme-clone" in out.stderr
-    assert len(_names(out.stdout)) == 1
+    assert "entry point name 'acme' is already used by distribution acme-clone" in out.stderr
+    assert "is loaded as 'acme@acme-good'" in out.stderr
+    assert _names(out.stdout) == ["acme.good", "clone.thing"]
 
 
-def test_same_reward_name_from_two_distributions_is_an_error_naming_both(site):
+def test_a_third_party_entry_point_named_math_does_not_shadow_grpo_rewards_math(site):
+    make_dist(site, "aaa-math", {"math": "aaa_math"},
+              {"aaa_math": REWARD_MODULE.format(func="m", name="aaa.thing", desc="")})
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="grpo-rewards-math,aaa-math")
+    assert out.returncode == 0, out.stderr
+    names = _names(out.stdout)
+    assert "math.correctness" in names and "aaa.thing" in names
+    assert "entry point name 'math' is already used by distribution grpo-rewards-math" in out.stderr
+
+
+def test_same_reward_name_from_two_distributions_is_an_error_only_where_used(site):
     make_dist(site, "acme-rival", {"rival": "acme_rival"},
               {"acme_rival": REWARD_MODULE.format(func="r", name="acme.good", desc="")})
-    out = run_grpo(["rewards", "list"], site, plugins="acme-good,acme-rival")
-    assert out.returncode == 2
-    assert "reward 'acme.good' is registered twice" in out.stderr
-    assert "plugin 'acme' (distribution acme-good)" in out.stderr
-    assert "plugin 'rival' (distribution acme-rival)" in out.stderr
+    plugins = "acme-good,acme-rival,beta-plugin"
+    out = run_grpo(["rewards", "list", "--json"], site, plugins=plugins)
+    assert out.returncode == 0, out.stderr
+    assert _names(out.stdout) == ["beta.thing"]  # the others stay usable
+    warning = ("reward 'acme.good' is registered by plugin 'acme' (distribution acme-good) "
+               "and by plugin 'rival' (distribution acme-rival)")
+    assert warning in out.stderr
+    used = run_grpo(["rewards", "show", "acme.good"], site, plugins=plugins)
+    assert used.returncode == 2 and warning in used.stderr
+    assert run_grpo(["rewards", "show", "beta.thing"], site, plugins=plugins).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "registration, problem",
+    [('register("Bad Name", f)', "reward name 'Bad Name' is not of the form <namespace>.<name>"),
+     ('register("bad.thing", 42)', "reward 'bad.thing' is 42, not a callable reward function"),
+     ('register(None, f)', "reward name None is not of the form")],
+)
+def test_a_bad_registration_is_reported_by_plugin_and_distribution_and_skipped(site, registration, problem):
+    make_dist(site, "acme-bad", {"bad": "acme_bad"}, {"acme_bad": f"""
+        from grpo_core import hookimpl
+
+        def f(completions, **kwargs):
+            return [0.0] * len(completions)
+
+        @hookimpl
+        def register_rewards(register):
+            {registration}
+            register("bad.fine", f)
+    """})
+    out = run_grpo(["rewards", "list", "--json"], site, plugins="acme-good,acme-bad")
+    assert out.returncode == 0, out.stderr
+    assert _names(out.stdout) == ["acme.good", "bad.fine"]  # its other rewards load too
+    assert "grpo plugin 'bad' (distribution acme-bad)" in out.stderr and problem in out.stderr
 
 
 def test_misspelt_hook_fails_loudly_without_taking_others_down(site):

@@ -25,6 +25,7 @@ from .errors import PluginWarning
 ENTRY_POINT_GROUP = "grpo"
 ENV_VAR = "GRPO_PLUGINS"
 DEFAULT_PLUGINS = ("grpo_core.builtins",)
+OWN_DISTRIBUTIONS = ("grpo-rewards-math", "grpo-rewards-format", "grpo-datasets")  # loaded first
 
 pm = pluggy.PluginManager("grpo")
 pm.add_hookspecs(hookspecs)
@@ -72,6 +73,23 @@ def report(problem: PluginProblem) -> None:
     warnings.warn(str(problem), PluginWarning, stacklevel=3)
 
 
+def report_once(problem: PluginProblem) -> None:
+    """:func:`report`, unless the same problem was reported already."""
+    if str(problem) not in {str(p) for p in problems}:
+        report(problem)
+
+
+def is_installed(distribution: str) -> bool:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import distribution as dist
+
+    try:
+        dist(distribution)
+        return True
+    except PackageNotFoundError:
+        return False
+
+
 def load_plugins() -> None:
     """Load default plugins and installed entry points, once (thread-safe)."""
     global _loaded
@@ -101,31 +119,40 @@ def _load_entry_points() -> None:
 
     allowed = allowed_distributions()
     seen_dists: set[str] = set()
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    # our own distributions first: their entry-point names are never taken by another
+    ours = set(OWN_DISTRIBUTIONS)
+    eps = sorted(entry_points(group=ENTRY_POINT_GROUP),
+                 key=lambda ep: (_normalize(ep.dist.name) not in ours if ep.dist else True, ep.name,
+                                 ep.dist.name if ep.dist else ""))
+    for ep in eps:
         dist = ep.dist.name if ep.dist is not None else None
         version = ep.dist.version if ep.dist is not None else None
         if dist:
             seen_dists.add(_normalize(dist))
         if allowed is not None and (dist is None or _normalize(dist) not in allowed):
             continue
-        existing = _info.get(ep.name)
+        name = ep.name
+        existing = _info.get(name)
         if existing is not None:
-            if existing.distribution != dist:
-                report(
-                    PluginProblem(
-                        ep.name,
-                        dist,
-                        f"entry point name '{ep.name}' is already used by distribution "
-                        f"{existing.distribution} ({existing.module}); this one ({ep.value}) was "
-                        f"not loaded. Rename the entry point in one of the two packages' "
-                        f"[project.entry-points.grpo], or uninstall one "
-                        f"(or restrict loading with {ENV_VAR}).",
-                    )
+            if existing.distribution == dist:
+                continue
+            # both load: this one under a name of its own, so neither shadows the other
+            name = f"{ep.name}@{dist}"
+            report(
+                PluginProblem(
+                    name,
+                    dist,
+                    f"entry point name '{ep.name}' is already used by distribution "
+                    f"{existing.distribution} ({existing.module}); this one ({ep.value}) is loaded "
+                    f"as '{name}'. Names both register cannot be used; rename the entry point in "
+                    f"one of the two packages' [project.entry-points.grpo].",
                 )
-            continue
+            )
         try:
             module = ep.load()
-            pm.register(module, name=ep.name)
+            if pm.is_registered(module):
+                continue
+            pm.register(module, name=name)
         except Exception as exc:  # any failure of third-party code is isolated
             report(
                 PluginProblem(
@@ -137,7 +164,7 @@ def _load_entry_points() -> None:
                 )
             )
             continue
-        _info[ep.name] = PluginInfo(ep.name, dist, version, ep.value)
+        _info[name] = PluginInfo(name, dist, version, ep.value)
     if allowed:
         for missing in sorted(allowed - seen_dists):
             report(

@@ -55,9 +55,10 @@ class Entry:
 class Registry:
     """Name -> Entry for one kind (``reward``, ``dataset``, ``system prompt``)."""
 
-    def __init__(self, kind: str, entries: dict[str, Entry]):
+    def __init__(self, kind: str, entries: dict[str, Entry], conflicts: dict[str, list[Entry]] | None = None):
         self.kind = kind
         self.entries = entries
+        self.conflicts = conflicts or {}
 
     def names(self) -> list[str]:
         return sorted(self.entries)
@@ -66,6 +67,8 @@ class Registry:
         return name in self.entries
 
     def get(self, name: str) -> Entry:
+        if name in self.conflicts:
+            raise DuplicateNameError(_conflict_message(self.kind, name, self.conflicts[name]))
         try:
             return self.entries[name]
         except KeyError:
@@ -87,7 +90,14 @@ class Registry:
         hint = (KNOWN_DATASETS if self.kind == "dataset" else KNOWN_NAMESPACES).get(
             name if self.kind == "dataset" else name.split(".", 1)[0]
         )
-        if hint and not close:
+        allowed = plugins.allowed_distributions()
+        if hint and not close and plugins.is_installed(hint):
+            if allowed is not None and hint not in allowed:
+                msg += f" '{name}' comes from {hint}, which is installed: add it to {plugins.ENV_VAR}."
+            else:
+                msg += (f" '{name}' comes from {hint}, which is installed but did not load "
+                        f"(see the warnings above, or `grpo plugins`).")
+        elif hint and not close:
             msg += f" '{name}' comes from {hint}: pip install {hint}"
             if plugins.allowed_distributions() is not None:
                 msg += f" (and add it to {plugins.ENV_VAR})"
@@ -107,56 +117,77 @@ def _describe(obj: Any, description: str | None) -> str:
 
 
 def collect(hook_name: str, kind: str, *, dotted: bool, validate=None) -> Registry:
-    """Call every implementation of ``hook_name`` with a plugin-bound ``register``."""
+    """Call every implementation of ``hook_name`` with a plugin-bound ``register``.
+
+    One plugin's mistakes never cost the others: a malformed name or a bad object
+    is reported (naming the plugin and its distribution) and skipped; a name two
+    plugins register is left out, reported as a warning, and an error naming both
+    only when it is used.
+    """
     plugins.load_plugins()
     entries: dict[str, Entry] = {}
+    conflicts: dict[str, list[Entry]] = {}
     hook = getattr(plugins.pm.hook, hook_name)
     for impl in hook.get_hookimpls():  # in registration order
         info = plugins.plugin_info(impl.plugin_name)
         mine: dict[str, Entry] = {}
 
         def register(name, obj, *, description=None, _info=info, _mine=mine, **extra):
-            if not isinstance(name, str) or not (DOTTED_NAME_RE if dotted else NAME_RE).match(name):
-                form = "<namespace>.<name>" if dotted else "<name> or <namespace>.<name>"
-                raise RegistryError(
-                    f"{kind} name {name!r} from plugin '{_info.name}' is not of the form "
-                    f"{form} in lower case (e.g. 'acme.brevity')."
-                )
-            if validate is not None:
-                validate(name, obj)
-            other = entries.get(name) or _mine.get(name)
-            if other is not None:
-                raise DuplicateNameError(
-                    f"{kind} '{name}' is registered twice: by {other.source} and by "
-                    f"plugin '{_info.name}'"
-                    + (f" (distribution {_info.distribution})" if _info.distribution else "")
-                    + f". Uninstall one, or restrict loading with {plugins.ENV_VAR}=<distributions>."
-                )
-            _mine[name] = Entry(
-                name, obj, _describe(obj, description), _info.name, _info.distribution,
-                _info.version, extra,
-            )
+            problem = _bad_registration(kind, name, obj, dotted, validate)
+            if problem:
+                _report(_info, f"{problem}; skipped (its other {kind}s load).")
+                return
+            entry = Entry(name, obj, _describe(obj, description), _info.name, _info.distribution,
+                          _info.version, extra)
+            if name in _mine:
+                conflicts.setdefault(name, [_mine.pop(name)])
+            if name in conflicts:
+                conflicts[name].append(entry)
+            else:
+                _mine[name] = entry
 
         try:
             impl.function(register=register)
-        except (DuplicateNameError, RegistryError):
-            raise
         except Exception as exc:  # a broken plugin must not take the others down
-            problem = plugins.PluginProblem(
-                info.name,
-                info.distribution,
-                f"{hook_name} raised {type(exc).__name__}: {exc}; its {kind}s are skipped.",
-            )
-            if str(problem) not in {str(p) for p in plugins.problems}:
-                plugins.report(problem)
+            _report(info, f"{hook_name} raised {type(exc).__name__}: {exc}; its {kind}s are skipped.")
             continue
-        entries.update(mine)
-    return Registry(kind, entries)
+        for name, entry in mine.items():
+            if name in entries:
+                conflicts[name] = [entries.pop(name), entry]
+            elif name in conflicts:
+                conflicts[name].append(entry)
+            else:
+                entries[name] = entry
+    for name, clash in conflicts.items():
+        plugins.report_once(plugins.PluginProblem(
+            clash[-1].plugin, clash[-1].distribution, _conflict_message(kind, name, clash)))
+    return Registry(kind, entries, conflicts)
+
+
+def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) -> str | None:
+    if not isinstance(name, str) or not (DOTTED_NAME_RE if dotted else NAME_RE).match(name):
+        form = "<namespace>.<name>" if dotted else "<name> or <namespace>.<name>"
+        return f"{kind} name {name!r} is not of the form {form} in lower case (e.g. 'acme.brevity')"
+    if validate is not None:
+        try:
+            validate(name, obj)
+        except RegistryError as exc:
+            return str(exc).rstrip(".")
+    return None
+
+
+def _report(info, message: str) -> None:
+    plugins.report_once(plugins.PluginProblem(info.name, info.distribution, message))
+
+
+def _conflict_message(kind: str, name: str, clash: list[Entry]) -> str:
+    return (f"{kind} '{name}' is registered by {' and by '.join(e.source for e in clash)}; it cannot be "
+            f"used until one is uninstalled (or left out of {plugins.ENV_VAR}=<distributions>).")
 
 
 def _check_reward(name: str, func: Any) -> None:
     if not callable(func):
-        raise RegistryError(f"reward '{name}' is {func!r}, not a callable reward function.")
+        raise RegistryError(f"reward '{name}' is {func!r:.80}, not a callable reward function.")
 
 
 def _check_loader(name: str, loader: Any) -> None:
