@@ -174,3 +174,73 @@ def test_stage_with_an_unknown_reward(grpo, no_model, tmp_path):
 def test_bad_trl_value_is_a_clean_error(grpo, no_model, tmp_path):
     err = fails(grpo, "--learning_rate", "fast", tmp_path=tmp_path)
     assert "learning_rate" in err
+
+
+@pytest.mark.parametrize(
+    "text, cli, expected",
+    [
+        ("", ["--temperature", "-1"], "temperature is -1.0; it must be a number > 0"),
+        ("", ["--top_p", "0"], "top_p is 0.0; it must be a number in (0, 1]"),
+        ("", ["--learning_rate", "-0.0001"], "learning_rate is -0.0001; it must be a number >= 0"),
+        ("", ["--max_completion_length", "0"], "max_completion_length is 0; it must be a whole number >= 1"),
+        ("seed: [1]\n", [], "seed is [1]; it must be a whole number"),
+        ("", ["--lora.r", "big"], "lora.r is 'big'; it must be a whole number >= 1"),
+        ("", ["--lora.r", "-3"], "lora.r is -3; it must be a whole number >= 1"),
+        ("", ["--lora.lora_dropout", "2"], "lora.lora_dropout is 2; it must be a number in [0, 1)"),
+        ("", ["--health.window", "x"], "health.window is 'x'; it takes an integer (default 5)"),
+        ("", ["--health.max_reward_errors", "-0.1"], "health.max_reward_errors is -0.1; it must be at least 0"),
+        ("", ["--health.on_nonfinite", "ignore"], "health.on_nonfinite is 'ignore'; use one of stop, skip"),
+        ("", ["--model.dtype", "int8"], "model.dtype 'int8' is not one of auto, float32, bfloat16, float16"),
+    ],
+)
+def test_dry_run_catches_values_that_used_to_crash_mid_run(grpo, no_model, tmp_path, text, cli, expected):
+    err = fails(grpo, "--dry-run", *cli, text=text, tmp_path=tmp_path)
+    assert expected in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "reward, expected",
+    [("math.correctness(timeout=0)", "timeout=0: give the per-item time limit in seconds (> 0)"),
+     ("math.correctness(workers=0)", "workers=0: give a positive number of checker processes"),
+     ("format.json(schema={'$ref': '#/definitions/nope'})", "$ref '#/definitions/nope' in JSON Schema")],
+)
+def test_reward_parameters_are_probed_before_the_model(grpo, no_model, tmp_path, register_plugin, reward, expected):
+    import grpo_rewards_format
+    import grpo_rewards_math
+
+    register_plugin(grpo_rewards_math, name="math")
+    register_plugin(grpo_rewards_format, name="format")
+    err = fails(grpo, "--dry-run", "--rewards", reward, tmp_path=tmp_path)
+    assert expected in err
+
+
+def test_an_output_dir_that_cannot_be_written_is_one_line_before_the_model(grpo, no_model, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for extra in (["--dry-run"], []):
+        err = fails(grpo, *extra, "--output_dir", str(blocker / "run"), tmp_path=tmp_path)
+        assert f"output_dir: cannot write or read {blocker / 'run'}" in err and "Traceback" not in err
+
+
+def test_a_dry_run_leaves_no_folders_behind(grpo, no_model, tmp_path):
+    code, out, err = grpo(TINY, "--dry-run", "--output_dir", str(tmp_path / "new" / "run"))
+    assert code == 0, err
+    assert not (tmp_path / "new").exists()
+
+
+def test_file_system_errors_read_as_one_line_with_the_fix():
+    import errno
+
+    from grpo_core.errors import describe_os_error
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/data/run/checkpoint-3/optimizer.pt")
+    assert describe_os_error(full) == ("cannot write or read /data/run/checkpoint-3/optimizer.pt (No space left "
+                                       "on device): the disk is full: free space there, or point output_dir at "
+                                       "a disk with room.")
+    denied = PermissionError(errno.EACCES, "Permission denied", "/srv/out")
+    assert "permission denied: fix the folder's permissions" in describe_os_error(denied)
+    torch_full = RuntimeError("[enforce fail at inline_container.cc:783] . PytorchStreamWriter failed writing file "
+                              "data/0: file write failed, unexpected pos 8384 vs 8278")
+    assert describe_os_error(torch_full).startswith("saving failed, most likely a full disk")
+    assert describe_os_error(RuntimeError("something else")) is None

@@ -69,6 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
+    except (OSError, RuntimeError) as exc:
+        from .errors import describe_os_error
+
+        line = describe_os_error(exc)
+        if line is None:
+            raise
+        print(f"Error: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -330,7 +330,19 @@ def _lora(raw: Any) -> tuple[dict | None, bool]:
             )
     lora = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear",
             "task_type": "CAUSAL_LM", **raw}
+    _check_lora(lora)
     return lora, bool(merge)
+
+
+def _check_lora(lora: dict) -> None:
+    """peft checks few values before the model loads; a bad rank fails after."""
+    r, alpha, dropout = lora.get("r"), lora.get("lora_alpha"), lora.get("lora_dropout")
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise ConfigError(f"lora.r is {r!r}; it must be a whole number >= 1 (the adapter rank, e.g. 16).")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
+        raise ConfigError(f"lora.lora_alpha is {alpha!r}; it must be a number > 0 (often 2 x r).")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise ConfigError(f"lora.lora_dropout is {dropout!r}; it must be a number in [0, 1).")
 
 
 def _check_rewards(specs: Any, where: str) -> list:
@@ -540,8 +552,46 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     if output_dir is not None:
         args.output_dir = output_dir
     args.reward_weights = list(reward_weights)
+    check_values(args)
     check_vllm(args)
     return args
+
+
+# GRPOConfig values TRL takes without complaint and fails on mid-run: (test, what is allowed)
+_RULES: dict[str, tuple] = {
+    "temperature": (lambda v: v > 0, "a number > 0 (1.0 samples as the model is)"),
+    "top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
+    "min_p": (lambda v: v is None or 0 <= v <= 1, "a number in [0, 1] or null"),
+    "learning_rate": (lambda v: v >= 0, "a number >= 0"),
+    "max_completion_length": (lambda v: v is None or v >= 1, "a whole number >= 1"),
+    "per_device_train_batch_size": (lambda v: v >= 1, "a whole number >= 1"),
+    "gradient_accumulation_steps": (lambda v: v >= 1, "a whole number >= 1"),
+    "max_grad_norm": (lambda v: v is None or v >= 0, "a number >= 0 (0: no clipping)"),
+    "beta": (lambda v: v >= 0, "a number >= 0 (0: no KL penalty)"),
+    "repetition_penalty": (lambda v: v > 0, "a number > 0 (1.0: none)"),
+    "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
+}
+_INTEGERS = {"max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps", "seed"}
+
+
+def check_values(args) -> None:
+    """Values TRL accepts here but fails on later (at the first generation, mid-run)."""
+    import math
+
+    for name, (ok, allowed) in _RULES.items():
+        if not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        numeric = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                    and (not isinstance(value, float) or math.isfinite(value)))
+        if name in _INTEGERS and value is not None and not (isinstance(value, int) and not isinstance(value, bool)):
+            numeric = False
+        try:
+            good = numeric and ok(value)
+        except TypeError:
+            good = False
+        if not good:
+            raise ConfigError(f"{name} is {value!r}; it must be {allowed}.")
 
 
 def check_vllm(args) -> None:

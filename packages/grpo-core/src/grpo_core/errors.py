@@ -44,3 +44,32 @@ class ConfigError(GrpoError, ValueError):
 
 class PluginWarning(UserWarning):
     """A plugin was skipped (failed import, name clash); the others still load."""
+
+
+_OS_FIXES = {
+    "ENOSPC": "the disk is full: free space there, or point output_dir at a disk with room",
+    "EDQUOT": "the disk quota is used up: free space, or point output_dir elsewhere",
+    "EACCES": "permission denied: fix the folder's permissions, or choose another output_dir/--output",
+    "EPERM": "permission denied: fix the folder's permissions, or choose another output_dir/--output",
+    "EROFS": "the file system is read-only: choose another output_dir/--output",
+    "ENOENT": "no such file or folder: check the path",
+    "ENOTDIR": "a part of the path is a file, not a folder: check the path",
+}
+
+
+def describe_os_error(exc: BaseException) -> str | None:
+    """One line for an error of the file system (naming the path and the fix), or None.
+
+    torch.save reports a full disk as a RuntimeError ("unexpected pos"); it is
+    recognised too."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno is not None:
+        code = errno.errorcode.get(exc.errno, "")
+        path = exc.filename or "?"
+        fix = _OS_FIXES.get(code, "check the path and the disk")
+        return f"cannot write or read {path} ({exc.strerror}): {fix}."
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and ("unexpected pos" in text or "PytorchStreamWriter failed" in text):
+        return f"saving failed, most likely a full disk ({text[:160]}): {_OS_FIXES['ENOSPC']}."
+    return None

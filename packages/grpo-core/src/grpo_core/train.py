@@ -347,13 +347,38 @@ def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbac
             precision=choose(device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None),
             progress={"stages": {}}, log=log, stream=stream, extra_callbacks=extra_callbacks, main=main,
             overwrite=overwrite)
-    root.mkdir(parents=True, exist_ok=True)
+    check_writable(root)
     _check_resume(r)
     if main:
         if cfg.health.enabled:
             (root / HEALTH).touch()  # empty: no warnings
         _write_resolved(cfg, plans, root, device)
     return r
+
+
+def check_writable(path: Path, keep: bool = True) -> None:
+    """``path`` can be created and written to, or a ConfigError that says so (before
+    any model). ``keep=False`` (a dry run) removes the folders it had to create."""
+    created = []
+    parent = Path(path)
+    while not parent.exists() and parent != parent.parent:
+        created.append(parent)
+        parent = parent.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".grpo-write-test"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        from .errors import describe_os_error
+
+        raise ConfigError(f"output_dir: {describe_os_error(exc)}") from None
+    finally:
+        for d in created if not keep else ():
+            try:
+                d.rmdir()
+            except OSError:
+                break
 
 
 def _check_resume(r: Run) -> None:

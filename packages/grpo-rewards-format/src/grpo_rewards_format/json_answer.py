@@ -76,8 +76,32 @@ def validator_for(schema: dict | str) -> Any:
             cls.check_schema(doc)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"{schema!r} is not a valid JSON Schema: {exc.message}.") from None
+        _check_local_refs(doc, schema)
         validator = _VALIDATORS[key] = cls(doc)
     return validator
+
+
+def _check_local_refs(doc: Any, schema: Any) -> None:
+    """Every ``$ref`` inside the schema (``#/...``) must point at something in it:
+    otherwise validation fails on the first answer that reaches it, mid-run."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#"):
+                target = doc
+                for part in filter(None, ref[1:].split("/")):
+                    part = part.replace("~1", "/").replace("~0", "~")
+                    if isinstance(target, dict) and part in target:
+                        target = target[part]
+                    elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                        target = target[int(part)]
+                    else:
+                        raise ValueError(f"$ref {ref!r} in JSON Schema {schema!r:.200} points at nothing in it.")
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 @text_reward

@@ -208,6 +208,11 @@ def shutdown() -> None:
                 pass
 
 
+def check_timeout(timeout) -> None:
+    if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)):
+        raise ValueError(f"timeout={timeout!r}: give the per-item time limit in seconds (> 0).")
+
+
 STUCK_AFTER = 0.5  # seconds: a check running longer blocks its worker for scheduling purposes
 
 
@@ -222,8 +227,7 @@ def run(func: Callable, arg_tuples: list[tuple], timeout: float, workers: int) -
     """
     if not arg_tuples:
         return []
-    if not (isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)):
-        raise ValueError(f"timeout={timeout!r}: give the per-item time limit in seconds (> 0).")
+    check_timeout(timeout)
     batch = _Batch(func, arg_tuples, timeout, workers)
     batch.wait()
     return batch.outcomes()

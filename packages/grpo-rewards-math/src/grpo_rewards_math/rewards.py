@@ -99,7 +99,10 @@ def _judge(
     number of items that ran out of time (now or in an earlier batch) and the
     number lost with a worker that died twice."""
     from . import extract as ex
+    from .pool import check_timeout, resolve_workers
 
+    check_timeout(timeout)  # before any early return: bad values fail when the reward is bound
+    resolve_workers(workers)
     golds = _aligned("answer", completions, answer)
     extractions = [ex.extract_answer(completion_text(c), fallback_last_number) for c in completions]
     results: list[float | None] = [None] * len(golds)
@@ -349,7 +352,10 @@ def exact(
     None when the gold is empty.
     """
     from . import extract as ex
+    from .pool import check_timeout, resolve_workers
 
+    check_timeout(timeout)  # before any early return: bad values fail when the reward is bound
+    resolve_workers(workers)
     golds = _aligned("answer", completions, answer)
     extractions = []
     out: list[float | None] = []

@@ -52,12 +52,13 @@ def run(args) -> int:
 
 def _dry_run(cfg) -> int:
     from ..config import detect_device
-    from ..train import build_datasets, lora_config, plan
+    from ..train import build_datasets, check_writable, lora_config, plan, root_dir
 
     device = detect_device()
     train_ds, eval_ds = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)
     lora_config(cfg)
+    check_writable(root_dir(cfg, plans), keep=False)
     print(f"config OK: device {device}, dataset '{cfg.dataset.name}' ({len(train_ds)} rows"
           + (f", eval {len(eval_ds)}" if eval_ds is not None else "") + ")")
     for p in plans:
