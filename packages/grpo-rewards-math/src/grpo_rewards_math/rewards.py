@@ -352,10 +352,7 @@ def exact(
     None when the gold is empty.
     """
     from . import extract as ex
-    from .pool import check_timeout, resolve_workers
 
-    check_timeout(timeout)  # before any early return: bad values fail when the reward is bound
-    resolve_workers(workers)
     golds = _aligned("answer", completions, answer)
     extractions = []
     out: list[float | None] = []
