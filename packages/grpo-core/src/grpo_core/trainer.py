@@ -13,13 +13,19 @@ Three short overrides, nothing re-implemented:
   step and ends training; ``skip`` drops the update and goes on;
 - non-finite logits are replaced during sampling (``remove_invalid_values``)
   instead of tripping a device-side assert in ``torch.multinomial``; the loss
-  computed from the same weights is then non-finite and the guard stops.
+  computed from the same weights is then non-finite and the guard stops;
+- resuming inside a generation buffer (``steps_per_generation`` or
+  ``num_iterations`` above 1) is exact: a checkpoint there also holds the
+  buffered batches (``grpo_buffer-rank<N>.pt``), and the step counter TRL picks
+  buffer slices by is restored, so every step trains what it would have.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
@@ -50,7 +56,8 @@ class GrpoTrainer(GRPOTrainer):
         params = list(self.model.parameters())
         self.guard = Guard(params, policy=on_nonfinite, max_skips=max_skips,
                            snapshot=wants_snapshot(snapshot, params, sum(p.numel() for p in params)))
-        self.add_callback(_GuardCallback(self, report))
+        self._resume_dir: str | None = None
+        self.add_callback(_Hooks(self, report))
 
     def _cast_trainable(self, dtype: torch.dtype) -> None:
         """Pure low precision: adapters too (peft upcasts them to float32)."""
@@ -99,14 +106,48 @@ class GrpoTrainer(GRPOTrainer):
         return grad_norm
 
 
-class _GuardCallback(TrainerCallback):
-    """The guard's hooks the Trainer offers as callbacks: after the update, and the
-    step's end (where a stop becomes a checkpoint and the end of training)."""
+    # ---------------------------------------------------------------- exact resume
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        self._resume_dir = resume_from_checkpoint if isinstance(resume_from_checkpoint, (str, os.PathLike)) else None
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _buffer_path(self, checkpoint: str | os.PathLike) -> Path:
+        return Path(checkpoint) / f"grpo_buffer-rank{self.accelerator.process_index}.pt"
+
+    def _mid_buffer(self) -> bool:
+        every = self.args.steps_per_generation * self.num_iterations
+        return every > 1 and self._step % every != 0
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self._mid_buffer() and self._buffered_inputs is not None:
+            folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+            torch.save(self._buffered_inputs, self._buffer_path(folder))
+
+    def _restore_buffer(self, global_step: int) -> None:
+        """TRL does not save its generation buffer nor the micro-step counter that picks
+        slices of it; without both a resumed run trains one batch twice and shifts the rest."""
+        self._step = global_step * self.args.gradient_accumulation_steps
+        if self._resume_dir is None or not self._mid_buffer():
+            return
+        path = self._buffer_path(self._resume_dir)
+        if path.is_file():  # our own file, written by _save_checkpoint
+            self._buffered_inputs = torch.load(path, map_location=self.accelerator.device, weights_only=False)
+
+
+class _Hooks(TrainerCallback):
+    """The trainer's hooks the Trainer offers as callbacks: the start of training
+    (the resumed buffer), after the update (the weights check), and the step's end
+    (where a non-finite stop becomes a checkpoint and the end of training)."""
 
     def __init__(self, trainer: GrpoTrainer, report: Callable[[Event], None] | None):
         self.trainer = trainer
         self.report = report
         self._reported = 0
+
+    def on_train_begin(self, args, state, control, **kw):
+        self.trainer._restore_buffer(state.global_step)
 
     def on_optimizer_step(self, args, state, control, **kw):
         self.trainer.guard.after_update(state.global_step + 1, self.trainer._get_learning_rate())
