@@ -137,7 +137,7 @@ CASES = [
         "multiple",
         "4",
         r"First I got \boxed{3}. Wait, that is wrong. Recomputing gives \boxed{4}.",
-        True,
+        False,  # two boxed answers: a retraction and a hedge read alike, so neither is paid
     ),
     ("multiple", "2, 3", r"\boxed{2, 3, 4}", False),
     ("multiple", r"\{-2, 5\}", r"\boxed{5, -2}", True),

@@ -39,9 +39,9 @@ def ans(text, **kw):
         # 2. only the text after </think>; an unclosed think has no answer yet
         ("<think>the answer is 1</think>the answer is 2", ("2", "phrase")),
         (r"<think>\boxed{1} ...", (None, "none")),
-        # 3. the last box, balanced braces, never merged with a distant box
-        (r"\boxed{1} then \boxed{\frac{1}{2}}", (r"\frac{1}{2}", "boxed")),
-        (r"\boxed{3}. Wait, no: \boxed{4}", ("4", "boxed")),
+        # 3. the boxes, balanced braces; several distinct boxes are all of them (a set)
+        (r"\boxed{1} then \boxed{\frac{1}{2}}", (r"1, \frac{1}{2}", "boxed")),
+        (r"\boxed{3}. Wait, no: \boxed{4}", ("3, 4", "boxed")),
         (r"\boxed{1} and \boxed{2}", ("1, 2", "boxed")),
         (r"$\boxed{1}$, $\boxed{2}$ or $\boxed{3}$", ("1, 2, 3", "boxed")),
         (r"\fbox{9}", ("9", "boxed")),
@@ -182,8 +182,13 @@ def test_hostile_inputs_are_fast():
         assert time.perf_counter() - start < 1.0, text[:30]
 
 
-def test_final_boxes_far_apart_are_not_merged():
-    assert final_boxes(r"\boxed{1} and later, after a long computation, \boxed{2}") == "2"
+def test_every_distinct_box_counts_however_far_apart():
+    # a box later "corrected" by another is two answers: paying the last would pay
+    # "box every candidate, the last one wins"
+    assert final_boxes(r"\boxed{1} and later, after a long computation, \boxed{2}") == "1, 2"
+    assert final_boxes(r"\boxed{2} so the answer is \boxed{2}") == "2"  # the same answer twice
+    assert final_boxes(r"\boxed{\boxed{5}}") == r"\boxed{5}"  # nested: one box
+    assert final_boxes(r"\boxed{3} and \boxed{4") is None  # the last box is truncated
 
 
 @settings(max_examples=300, deadline=None)

@@ -10,17 +10,19 @@ Completion chain (``extract_answer``), first hit wins:
    inside it, the same chain from step 3, else the whole block;
 2. otherwise the text after the last ``</think>`` (an unclosed ``<think>``
    means there is no answer yet);
-3. the last ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces), joined into
-   a set only with boxes right before it separated by nothing but a comma,
-   "and" or "or" (so "\\boxed{3}. Wait: \\boxed{4}" is 4, and "either
-   \\boxed{72} or \\boxed{73}" is {72, 73});
+3. the ``\\boxed{...}`` / ``\\fbox{...}`` boxes (balanced braces): one distinct
+   content is the answer; several are the set of them, however they are joined
+   or far apart (so "either \\boxed{72} or \\boxed{73}", "\\boxed{3}. Wait:
+   \\boxed{4}" and "\\boxed{70} \\boxed{71}" are sets: a hedge is never paid);
 4. the last ``#### x`` line (GSM8K);
 5. the last explicit phrase: "final answer is / final answer: / answer: /
    the answer (to ...) is / \"answer\": x" up to the end of the sentence;
-6. with ``fallback_last_number=True``, the last number in the text.
+6. with ``fallback_last_number=True``, the last number in the text, unless its
+   line hedges ("maybe", "perhaps", "possibly", "probably", "might", "either",
+   "or", "guess").
 
-Gold chain (``prepare_gold``): ``#### x`` rationale, else the last
-``\\boxed{}``, else the whole string; then classified as a text answer
+Gold chain (``prepare_gold``): ``#### x`` rationale, else its boxes (several:
+a set, so a multi-box gold needs all its parts), else the whole string; then classified as a text answer
 ("Paris", "yes") or a math answer, normalized the same way as completions.
 """
 
@@ -60,6 +62,7 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END_RE = re.compile(r"\.(?=\s|$)|\n|(?i:\bI hope\b)")
+_HEDGE_RE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|might|either|or|guess)\b", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 
 
@@ -95,6 +98,9 @@ def extract_answer(text: str, fallback_last_number: bool = False) -> Extraction:
         for m in _NUMBER_RE.finditer(text):
             last = m
         if last is not None:
+            line = text[text.rfind("\n", 0, last.start()) + 1 : last.end()]
+            if _HEDGE_RE.search(line):
+                return Extraction(None, "none")  # "maybe 72", "72 or 73": no committed answer
             return Extraction(last.group(0), "last_number")
     return Extraction(None, "none")
 
@@ -122,30 +128,30 @@ def last_boxed(text: str) -> str | None:
     return _box_content(text[-4 * MAX_TEXT_CHARS :], matches[-1])[0]
 
 
+MAX_BOXES = 20
+
+
 def final_boxes(text: str) -> str | None:
-    """The last box, joined with the boxes right before it when only a comma,
-    "and" or "or" separates them (``\\boxed{1} and \\boxed{2}`` -> ``1, 2``,
-    so "either \\boxed{72} or \\boxed{73}" is a set, never just 73). Boxes
-    with other text between them are separate: only the last one counts."""
-    matches = list(_BOX_RE.finditer(text))
-    if not matches:
+    """Every distinct boxed answer of ``text``: one -> its content; several -> the
+    set of them, ``a, b`` (``\\boxed{72} \\text{or} \\boxed{73}``, a box retracted
+    by a later one, boxes in a row: a hedge, never paid as one of its parts; a
+    multi-part gold: all of its parts). A box repeated with the same content counts
+    once; a box nested in another is part of it. A truncated last box is no answer."""
+    contents: list[str] = []
+    end = -1
+    last = None
+    for m in list(_BOX_RE.finditer(text))[-4 * MAX_BOXES :]:  # the answer is at the end; bounded work
+        if m.start() < end:
+            continue  # inside the previous box
+        last, stop = _box_content(text, m)
+        if last is None:
+            continue
+        end = stop
+        if last not in contents and len(contents) < MAX_BOXES:
+            contents.append(last)
+    if last is None or not contents:
         return None
-    content, _ = _box_content(text, matches[-1])
-    if content is None:
-        return None
-    parts = [content]
-    k = len(matches) - 1
-    while k > 0 and len(parts) < 6:
-        prev, prev_end = _box_content(text, matches[k - 1])
-        gap = text[prev_end : matches[k].start()] if prev_end is not None else ""
-        if prev is None or len(gap) > 40 or not _BOX_JOIN_RE.fullmatch(gap):
-            break
-        parts.append(prev)
-        k -= 1
-    return ", ".join(reversed(parts))
-
-
-_BOX_JOIN_RE = re.compile(r"[\s$]*(?:,|,?\s*\b(?:and|or)\b)[\s$]*", re.IGNORECASE)
+    return contents[0] if len(contents) == 1 else ", ".join(contents)
 
 
 def _box_content(text: str, match: re.Match) -> tuple[str | None, int | None]:
@@ -477,7 +483,7 @@ def gold_answer_text(gold: object) -> str:
         return ""
     if "####" in s:
         return _first_line(s[s.rfind("####") + 4 :])
-    boxed = last_boxed(s)
+    boxed = final_boxes(s)
     if boxed is not None:
         return boxed
     lower = s.lower()

@@ -174,6 +174,39 @@ def _log(kwargs: dict, name: str, extractions: list, timeouts: int, lost: int = 
         pass
 
 
+# Spellings of "72 or 73" that score 0 against 72 and against 73 (tests/math/test_hedges.py).
+HEDGES = (
+    r"$\boxed{72} \quad \text{or} \quad \boxed{73}$",
+    r"\boxed{72} \text{ or } \boxed{73}",
+    r"\(\boxed{72}\) or \(\boxed{73}\)",
+    r"\boxed{72}\;\text{or}\;\boxed{73}",
+    r"\boxed{72}, \boxed{73}",
+    r"\boxed{72}; \boxed{73}",
+    r"\boxed{72} / \boxed{73}",
+    r"\boxed{72} \quad \boxed{73}",
+    "\\boxed{72}\n\n\\boxed{73}",
+    r"\boxed{71} \boxed{72} \boxed{73}",
+    r"\boxed{72} or maybe \boxed{73}",
+    "\\boxed{73}\n\nActually \\boxed{72}",
+    r"\boxed{72} \text{ (or } \boxed{73}\text{)}",
+    r"\boxed{72 \text{ or } 73}",
+    r"\boxed{72 or 73}",
+    r"\boxed{72, 73}",
+    r"\boxed{72 \lor 73}",
+    r"\boxed{\{72, 73\}}",
+    r"\boxed{72 \text{ and } 73}",
+    "The answer is 72 or 73.",
+    "The answer is either 72 or 73",
+    "The answer is 72 (or possibly 73).",
+    "Answer: 72 or 73",
+    "<answer>72 or 73</answer>",
+    "<answer>72, 73</answer>",
+    "#### 72 or 73",
+    "maybe 72, maybe 73",
+    "it is 72 or 73",
+)
+
+
 def correctness(
     completions: list,
     answer: list,
@@ -185,8 +218,10 @@ def correctness(
     """1.0 when the completion's final answer is mathematically equivalent to the gold ``answer``.
 
     Final answer: the ``<answer>`` block if present (think block ignored), else
-    the last ``\\boxed{}``, else ``#### x``, else an explicit "final answer is /
-    answer:" phrase, else (``fallback_last_number=True``) the last number; an
+    the boxes (several distinct boxed answers are all of them: a set), else
+    ``#### x``, else an explicit "final answer is /
+    answer:" phrase, else (``fallback_last_number=True``) the last number, unless
+    its line hedges ("maybe", "or", "perhaps"); an
     unclosed ``<think>`` has no answer. Gold: a plain number, LaTeX, ``\\boxed{}``
     or a GSM8K rationale (``#### 72``). Both are normalized (unicode minus and
     pi, thousands separators, ``1e3``, currency, percent words, "x and y" as a
@@ -206,6 +241,13 @@ def correctness(
     )
     _log(kwargs, "math.correctness", extractions, timeouts, lost)
     return scores
+
+
+correctness.__doc__ += (
+    "\n    A hedge never scores: an answer offering several candidates is the set of\n"
+    "    them, which equals no single gold. Tested spellings (0 against 72 and 73):\n"
+    + "".join(f"      {h!r}\n" for h in HEDGES)
+)
 
 
 def cosine(
