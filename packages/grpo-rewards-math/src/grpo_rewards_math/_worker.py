@@ -70,6 +70,8 @@ def check(gold: str, candidate: str | None) -> tuple[bool, bool]:
         return False, False
     if candidate is None:
         return True, False
+    if candidate == gold:  # the same normalized string: equal, as the in-process shortcut says
+        return True, True
     try:
         c = parse_math(candidate)
         if not c:

@@ -289,7 +289,7 @@ _SHORT_WORDS = frozenset(
     "cm mm km kg mg ml lb oz ft hr mi yd".split()
 )
 _TEXT_CMD_RE = re.compile(
-    r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]{0,200}\}"
+    r"\\(?:text|textbf|textit|textnormal|textrm|textsf|texttt|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]{0,200}\}"
 )
 _CMD_RE = re.compile(r"\\[A-Za-z]+")
 _ENV_RE = re.compile(r"\\(?:begin|end)\s*\{[A-Za-z*]{1,20}\}")
@@ -302,7 +302,14 @@ _NEGATION_RE = re.compile(
 _WORD_CONST_RE = re.compile(r"(?<![\\A-Za-z])(?:infinity|pi)(?![A-Za-z])", re.IGNORECASE)
 _AND_OR_RE = re.compile(r"\s*,?\s*\b(?:and|or)\b\s*", re.IGNORECASE)
 _PERCENT_WORD_RE = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b", re.IGNORECASE)
-_THOUSANDS_RE = re.compile(r"(?<![\d.,(\[{])(\d{1,3}(?:,\d{3})+)(?![\d,)\]}])(?!\.\d*,)")
+_THOUSANDS_RE = re.compile(r"(?<![\d.,(\[{])([1-9]\d{0,2}(?:,\d{3})+)(?![\d,)\]}])(?!\.\d*,)")
+_SPACE_THOUSANDS_RE = re.compile(r"^[1-9]\d{0,2}(?: \d{3})+$")  # "1 000 000"
+# "\text{ and }", "\quad\text{or}\quad": a connective, not a unit
+_TEXT_CONNECTIVE_RE = re.compile(
+    r"(?:\\(?:quad|qquad|[,;:! ])\s*)*\\(?:text|textnormal|textrm|mathrm|mbox)\s*\{\s*(and|or)\s*\}"
+    r"(?:\s*\\(?:quad|qquad|[,;:! ]))*",
+    re.IGNORECASE,
+)
 _THIN_THOUSANDS_RE = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |\\!)(?=\d{3}(?!\d))")
 _SCI_RE = re.compile(r"(?<![\w\\.])(\d+(?:\.\d+)?)\s*[eE]\s*([-+]?\d{1,4})(?![\w.])")
 _TIMES_TEN_RE = re.compile(
@@ -325,7 +332,7 @@ def prose_words(s: str) -> list[str]:
     words = []
     for w in _WORD_RE.findall(s):
         lw = w.lower()
-        if lw in MATH_WORDS:
+        if lw in MATH_WORDS or (w.isupper() and len(w) <= 4):  # NO, ABC: points and segments
             continue
         if len(w) >= 3 or lw in _SHORT_WORDS:
             words.append(w)
@@ -367,6 +374,14 @@ def _unwrap_delimiters(s: str) -> str:
         s[a:b]
         for a, b in zip([0] + [e for _, e, _ in segments], [st for st, _, _ in segments] + [len(s)])
     )
+    if re.search(r"\d", outside) and prose_words(outside) and all(
+        re.fullmatch(r"\s*[A-Za-z]\s*", body) for _, _, body in segments
+    ):  # "The largest $n$ is 34": $n$ names what the number is
+        return s.replace("\\$", "").replace("$", "")
+    outside = "".join(
+        s[a:b]
+        for a, b in zip([0] + [e for _, e, _ in segments], [st for st, _, _ in segments] + [len(s)])
+    )
     if len(segments) == 1 and not prose_words(outside):
         st, en, body = segments[0]
         return (s[:st] + " " + body + " " + s[en:]).replace("\\$", "").replace("$", "")
@@ -395,6 +410,9 @@ def to_math(answer: str | None, *, gold: bool = False) -> str | None:
     if not s or len(s) > MAX_ANSWER_CHARS:
         return None
     s = normalize_unicode(s).replace("\n", " ")
+    s = _TEXT_CONNECTIVE_RE.sub(lambda m: f" {m.group(1).lower()} ", s)
+    if _SPACE_THOUSANDS_RE.match(s.strip()):
+        s = s.replace(" ", "")
     s = _unwrap_delimiters(s)
     if s == "\x00not":
         return None
@@ -489,7 +507,8 @@ def gold_answer_text(gold: object) -> str:
     lower = s.lower()
     if "<answer>" in lower:
         return extract_answer(s).answer or ""
-    return s
+    phrase = _after_phrase(s)  # "Answer is forty two." -> "forty two", as for completions
+    return phrase if phrase else s
 
 
 @lru_cache(maxsize=4096)
