@@ -46,3 +46,24 @@ def tiny_model(tmp_path_factory):
     from grpo_core.testing import make_tiny_model
 
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+OUR_PLUGINS = "grpo-datasets,grpo-rewards-math,grpo-rewards-format"
+
+
+@pytest.fixture
+def installed_plugins(monkeypatch):
+    """Our three plugin distributions loaded by entry point, as a user has them (skips if one is missing)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from grpo_core import plugins
+
+    for dist in OUR_PLUGINS.split(","):
+        try:
+            distribution(dist)
+        except PackageNotFoundError:
+            pytest.skip(f"{dist} is not installed")
+    monkeypatch.setenv("GRPO_PLUGINS", OUR_PLUGINS)
+    plugins.reset()
+    yield
+    plugins.reset()

@@ -55,9 +55,20 @@ def write_config(tmp_path, model, rewards, **extra):
     return path
 
 
+def test_preflight_runs_grpo_check_first_and_stops_before_the_model(toy, tiny_model, tmp_path, capsys, monkeypatch):
+    import grpo_core.models
+
+    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("model loaded"))
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"])  # pays length: the overlong probe wins
+    assert main(["preflight", str(cfg), "--prompts", "2"]) == 2
+    captured = capsys.readouterr()
+    assert "reward-hacking probes" in captured.out and "overlong" in captured.out
+    assert "grpo check failed" in captured.err and "--no-check" in captured.err
+
+
 def test_preflight_says_dead_when_every_group_scores_the_same(toy, tiny_model, tmp_path, capsys):
     cfg = write_config(tmp_path, tiny_model, ["toy.tagged"])
-    assert main(["preflight", str(cfg), "--prompts", "3", "--json", str(tmp_path / "r.json")]) == 1
+    assert main(["preflight", str(cfg), "--no-check", "--prompts", "3", "--json", str(tmp_path / "r.json")]) == 1
     out = capsys.readouterr().out
     assert "groups with zero reward spread (total): 100%" in out
     assert "verdict: DEAD" in out and "toy.tagged gave 0 to every completion" in out
@@ -67,7 +78,7 @@ def test_preflight_says_dead_when_every_group_scores_the_same(toy, tiny_model, t
 
 def test_preflight_ok_with_spread(toy, tiny_model, tmp_path, capsys):
     cfg = write_config(tmp_path, tiny_model, ["toy.tagged", "toy.chars:0.1"])
-    assert main(["preflight", str(cfg), "--prompts", "3"]) == 0
+    assert main(["preflight", str(cfg), "--no-check", "--prompts", "3"]) == 0
     out = capsys.readouterr().out
     assert "verdict: OK" in out
     assert "groups with zero reward spread (total): 0%" in out
@@ -76,7 +87,7 @@ def test_preflight_ok_with_spread(toy, tiny_model, tmp_path, capsys):
 def test_preflight_takes_overrides_like_train(toy, tiny_model, tmp_path, capsys):
     cfg = write_config(tmp_path, tiny_model, ["toy.chars"])
     # a reward list from the command line replaces the config's
-    assert main(["preflight", str(cfg), "--prompts", "2", "--rewards", "toy.tagged"]) == 1
+    assert main(["preflight", str(cfg), "--no-check", "--prompts", "2", "--rewards", "toy.tagged"]) == 1
     assert main(["preflight", str(cfg), "--prompts", "2", "--rewards", "toy.nope"]) == 2
     assert "unknown reward 'toy.nope'" in capsys.readouterr().err
 

@@ -107,3 +107,84 @@ def test_bad_lines_are_clear_errors(toy, tmp_path, capsys):
     assert "c.jsonl:1 has no 'completion' field" in capsys.readouterr().err
     assert main(["score", "--rewards", "toy.chars", "--input", str(tmp_path / "nope.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ --against
+
+
+GROUPS = [  # (prompt, completion, answer): toy.chars / toy.match per row
+    ("p1", "ab", "ab"), ("p1", "abcd", "x"),   # chars 2, 4   match 1, 0: best flips, both advantages flip
+    ("p2", "x", "x"), ("p2", "yyy", "q"),      # chars 1, 3   match 1, 0: the same
+    ("p3", "zz", "zz"), ("p3", "z", "q"),      # chars 2, 1   match 1, 0: agree
+    ("p4", "aaaa", "b"), ("p4", "c", "d"),     # chars 4, 1   match 0, 0: flat under match, no best to change
+]
+
+
+def group_rows():
+    return [{"prompt": p, "completion": c, "answer": a} for p, c, a in GROUPS]
+
+
+def test_against_reports_best_changes_advantage_flips_and_most_moved_rows(toy, tmp_path, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", group_rows())
+    assert main(["score", "--rewards", "toy.chars", "--against", "toy.match", "--input", str(src), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["total"]["mean"] == 18 / 8 and out["against"]["total"]["mean"] == 3 / 8
+    c = out["comparison"]
+    assert (c["groups"], c["best_changed"], c["best_changed_share"]) == (4, 2, 0.5)
+    assert (c["completions"], c["advantage_flipped"], c["advantage_flipped_share"]) == (8, 4, 0.5)
+    # a group of two: (r - mean) / (unbiased std + 1e-4) = +-0.5 * d / (d / sqrt 2 + 1e-4)
+    half = lambda d: 0.5 * d / (d / 2 ** 0.5 + 1e-4)  # noqa: E731
+    moved = c["most_different"]
+    assert [r["line"] for r in moved[:4]] == [1, 2, 3, 4]  # equal moves, in row order
+    assert moved[0]["advantage"] == pytest.approx(-half(2)) and moved[0]["against_advantage"] == pytest.approx(half(1))
+    assert moved[0]["moved"] == pytest.approx(half(2) + half(1))
+    assert moved[4]["line"] == 7 and moved[4]["moved"] == pytest.approx(half(3))  # match is flat there: 0
+    assert moved[0]["completion"] == "ab"
+
+
+def test_against_groups_by_size_as_by_prompt_and_prints_a_table(toy, tmp_path, capsys):
+    src = write_jsonl(tmp_path / "c.jsonl", [{k: v for k, v in r.items() if k != "prompt"} for r in group_rows()])
+    assert main(["score", "--rewards", "toy.chars", "--against", "toy.match:2", "--input", str(src),
+                 "--group-size", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "best completion changes in 2/4 groups (50.0%)" in text
+    assert "advantage changes sign for 4/8 completions (50.0%)" in text
+    assert "rows whose advantage moves most" in text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_csv_and_parquet_inputs_score_like_jsonl(toy, tmp_path, capsys, fmt):
+    rows = group_rows()
+    path = tmp_path / f"c.{fmt}"
+    if fmt == "csv":
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["prompt", "completion", "answer"])
+            w.writeheader()
+            w.writerows(rows)
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    assert main(["score", "--rewards", "toy.chars", "--against", "toy.match", "--input", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lines"] == 8 and out["total"]["mean"] == 18 / 8
+    assert out["comparison"]["best_changed"] == 2 and out["comparison"]["advantage_flipped"] == 4
+
+
+def test_per_line_output_carries_what_rewards_log(register_plugin, tmp_path):
+    def first_word(completions, log_extra=None, **kwargs):
+        words = [(grpo_core.completion_text(c).split() or [""])[0] for c in completions]
+        log_extra("toy.first/answer", words)
+        return [float(w == "yes") for w in words]
+
+    mod = types.ModuleType("logging_toy")
+    mod.register_rewards = grpo_core.hookimpl(lambda register: register("toy.first", first_word))
+    register_plugin(mod, name="logging_toy")
+    src = write_jsonl(tmp_path / "c.jsonl", [{"completion": "yes sir"}, {"completion": "no way"}])
+    assert main(["score", "--rewards", "toy.first", "--against", "toy.first:2", "--input", str(src),
+                 "--output", str(tmp_path / "s.csv")]) == 0
+    table = list(csv.DictReader((tmp_path / "s.csv").open()))
+    assert table[0] == {"line": "1", "toy.first": "1.0", "total": "1.0", "toy.first/answer": "yes",
+                        "against/toy.first": "1.0", "against/total": "2.0", "against/toy.first/answer": "yes"}
+    assert table[1]["toy.first/answer"] == "no" and table[1]["against/total"] == "0.0"

@@ -65,3 +65,23 @@ class Writers:
 @pytest.fixture
 def write() -> type[Writers]:
     return Writers
+
+
+@pytest.fixture
+def reward_check(register_plugin):
+    """``reward_check(ds, rewards, system_prompt)`` -> grpo check's report for a loaded dataset."""
+    import grpo_core
+    import grpo_rewards_format
+    import grpo_rewards_math
+    from grpo_core.checks import check_stage
+    from grpo_core.data import build_prompts, resolve_system_prompt
+
+    register_plugin(grpo_rewards_math, name="math")
+    register_plugin(grpo_rewards_format, name="format")
+
+    def run(ds, rewards, system_prompt):
+        funcs, weights = grpo_core.compose_rewards(rewards)
+        built = build_prompts(ds, system_prompt)
+        return check_stage("main", funcs, weights, built, resolve_system_prompt(system_prompt)[1])
+
+    return run

@@ -119,3 +119,10 @@ def test_bad_parameters_are_clear(load):
         load("arithmetic", size="100")  # checked by the core against the signature
     with pytest.raises(RewardParamError, match="no parameter 'levels'.*did you mean 'level'"):
         load("arithmetic", levels=[1, 2])
+
+
+@pytest.mark.parametrize("system_prompt", ["plain", "xml"])
+def test_grpo_check_passes(load, reward_check, system_prompt):
+    report = reward_check(load("arithmetic", size=200, level=3), ["math.correctness", "format.xml_strict:0.5"],
+                          system_prompt)
+    assert report.ok, [g.short for g in report.gold] + [p.failures for p in report.probes]

@@ -118,3 +118,11 @@ def test_hub_call_is_plain_load_dataset_without_remote_code(load, monkeypatch):
     assert calls == [("openai/gsm8k", "main", {"split": "test", "revision": None, "trust_remote_code": False})]
     load("gsm8k", trust_remote_code=True)
     assert calls[-1][2]["trust_remote_code"] is True
+
+
+@pytest.mark.parametrize("system_prompt", ["plain", "xml"])
+def test_grpo_check_passes_on_the_fixture(load, gsm8k_dir, reward_check, system_prompt):
+    report = reward_check(load("gsm8k", path=str(gsm8k_dir)), ["math.correctness:2", "format.xml_soft:0.5"],
+                          system_prompt)
+    assert report.ok, [g.short for g in report.gold] + [p.failures for p in report.probes]
+    assert report.gold[0].share == 1.0

@@ -123,3 +123,8 @@ def test_hub_loads_every_subject_config_unless_narrowed(load, monkeypatch):
     ds = load("math", subject="Number Theory")
     assert calls == ["number_theory"]
     assert ds["answer"] == ["5", "\\{1, 2\\}"]
+
+
+def test_grpo_check_passes_on_the_fixture(load, hendrycks, reward_check):
+    report = reward_check(load("math", path=str(hendrycks)), ["math.correctness"], "xml")
+    assert report.ok, [g.short for g in report.gold] + [p.failures for p in report.probes]

@@ -112,3 +112,8 @@ def test_wrong_layout(write, load, tmp_path):
     path = write.jsonl(tmp_path / "x.jsonl", [{"note": "n", "question": "q", "answer": "1"}])
     with pytest.raises(ColumnError, match=r"'Patient Note'.*question_template="):
         load("medcalc", path=str(path))
+
+
+def test_grpo_check_passes_on_the_fixture(load, medcalc, reward_check):
+    report = reward_check(load("medcalc", path=str(medcalc)), ["math.correctness"], "plain")
+    assert report.ok, [g.short for g in report.gold] + [p.failures for p in report.probes]

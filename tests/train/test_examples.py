@@ -8,26 +8,6 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-NEEDED = "grpo-datasets,grpo-rewards-math,grpo-rewards-format"
-
-
-@pytest.fixture
-def installed_plugins(monkeypatch):
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    from grpo_core import plugins
-
-    for dist in NEEDED.split(","):
-        try:
-            distribution(dist)
-        except PackageNotFoundError:
-            pytest.skip(f"{dist} is not installed")
-    monkeypatch.setenv("GRPO_PLUGINS", NEEDED)
-    plugins.reset()
-    yield
-    plugins.reset()
-
-
 @pytest.mark.parametrize("name, steps", [("quickstart.yaml", [20]), ("two-stage.yaml", [10, 10])])
 def test_cpu_examples_pass_the_dry_run(installed_plugins, name, steps, monkeypatch):
     from grpo_core.config import load_config

@@ -100,7 +100,7 @@ stages:
 def test_two_stages_switch_rewards_at_the_boundary(grpo, tmp_path):
     cfg = tmp_path / "two.yaml"
     cfg.write_text(TWO_STAGES.format(extra="test.digits"))
-    code, out, err = grpo(cfg)
+    code, out, err = grpo(cfg, "--no-check")  # test.exact pays hedges: see test_a_hedge_paying_reward_...
     assert code == 0, err
     run = tmp_path / "out"
     steps = step_records(run / "metrics.jsonl")
@@ -121,11 +121,11 @@ def test_resume_in_the_second_stage_skips_the_first(grpo, tmp_path):
     cfg = tmp_path / "two.yaml"
     cfg.write_text(TWO_STAGES.format(extra="test.interrupt").replace("max_steps: 2\n    learning", "max_steps: 3\n    learning"))
     INTERRUPT["at_call"] = 2  # during the second step of stage 'answer' (global step 4)
-    code, out, err = grpo(cfg)
+    code, out, err = grpo(cfg, "--no-check")
     assert code == 130, err
     run = tmp_path / "out"
     assert (run / "answer" / "checkpoint-2").is_dir()
-    code, out, err = grpo(cfg, "--resume")
+    code, out, err = grpo(cfg, "--resume", "--no-check")
     assert code == 0, err
     assert "Stage 'format' already finished" in out + err
     assert [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["5/5"]
@@ -198,3 +198,20 @@ def test_third_party_example_reward_composes_by_name_in_training(grpo, register_
         brevity, digits = r["rewards/acme.brevity/mean"], r["rewards/test.digits/mean"]
         assert 0.0 <= brevity <= 1.0
         assert r["reward"] == pytest.approx(2.0 * brevity + digits, abs=1e-5)
+
+
+def test_a_hedge_paying_reward_stops_training_before_the_model(grpo, tmp_path, monkeypatch):
+    """test.exact pays any completion that contains the gold, so '7 or 8' earns the
+    full 1.0 a right answer earns: grpo check fails it, and nothing is loaded or moved."""
+    import grpo_core.models
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text("{}\n")  # an earlier run that must stay where it is
+    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("model loaded"))
+    code, stdout, err = grpo(TINY, "--rewards", "test.exact")
+    assert code == 2
+    assert "grpo check failed" in err and "--no-check" in err
+    failed = {line.split()[0] for line in stdout.splitlines() if line.rstrip().endswith("FAIL")}
+    assert {"or_hedge", "boxes", "listed", "maybe", "negated", "retracted"} <= failed
+    assert (out / "metrics.jsonl").read_text() == "{}\n" and not (tmp_path / "out.1").exists()

@@ -17,6 +17,7 @@ COMMANDS = (
     "rewards",
     "datasets",
     "score",
+    "check",
     "preflight",
     "train",
     "eval",

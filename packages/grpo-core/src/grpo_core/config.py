@@ -158,10 +158,37 @@ class RunConfig:
 # --------------------------------------------------------------------------- parsing
 
 
-def grpo_fields() -> dict[str, dataclasses.Field]:
-    from trl import GRPOConfig
+def field_names(cls_path: str, *dists: str) -> list[str]:
+    """The init fields of the dataclass ``module:Class``, kept per installed version of
+    ``dists`` under the cache dir: importing TRL or peft takes seconds on 2 cores and a
+    config check needs only the names (``grpo check`` then imports neither)."""
+    import importlib
+    import json
+    from importlib.metadata import version
 
-    return {f.name: f for f in dataclasses.fields(GRPOConfig) if f.init}
+    from .models import cache_dir
+
+    tag = "-".join(f"{d}{version(d)}" for d in dists)
+    path = cache_dir("config") / f"{cls_path.replace(':', '.')}-{tag}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    module, name = cls_path.split(":")
+    names = sorted(f.name for f in dataclasses.fields(getattr(importlib.import_module(module), name)) if f.init)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(names))
+        tmp.replace(path)
+    except OSError:
+        pass  # an unwritable cache only costs the import next time
+    return names
+
+
+def grpo_fields() -> list[str]:
+    """GRPOConfig's field names."""
+    return field_names("trl:GRPOConfig", "trl", "transformers")
 
 
 def _unknown_key(key: str, where: str, known: list[str]) -> ConfigError:
@@ -317,9 +344,7 @@ def _lora(raw: Any) -> tuple[dict | None, bool]:
     merge = raw.pop("merge", False)
     if raw.pop("enabled", True) is False:
         return None, bool(merge)
-    import peft
-
-    known = {f.name for f in dataclasses.fields(peft.LoraConfig) if f.init}
+    known = set(field_names("peft:LoraConfig", "peft"))
     for key in raw:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -382,7 +407,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     for key, value in env.items():
         os.environ[str(key)] = str(value)
 
-    known = grpo_fields()
+    known = set(grpo_fields())
     training = {k: v for k, v in raw.items() if k not in SECTIONS}
     _check_training(training, "", known)
     for name in cli_names:

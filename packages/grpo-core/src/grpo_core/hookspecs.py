@@ -42,3 +42,16 @@ def register_system_prompts(register: Callable[..., None]) -> None:
     :param register: call once per prompt. A training config can then say
         ``system_prompt: xml`` instead of pasting the text.
     """
+
+
+@hookspec
+def register_probes(register: Callable[..., None]) -> None:
+    """Register reward-hacking probes for ``grpo check``:
+    ``register(name, build, *, description=None, right=False)``.
+
+    :param register: call once per probe. ``build(row)`` gets a
+        :class:`grpo_core.checks.ProbeRow` (``row.gold``, ``row.wrong``,
+        ``row.question``, ``row.fill(answer, reasoning=None)``) and returns the
+        adversarial completion text. ``right=True``: it carries the right answer,
+        so only the weighted total may not exceed the gold completion's.
+    """

@@ -53,14 +53,14 @@ ALIASES: dict[str, Alias] = {
 MARKER = "grpo_model.json"  # written last: a cache entry without it is incomplete
 
 
-def cache_dir() -> Path:
-    """``$GRPO_CACHE_DIR/models``, else ``$XDG_CACHE_HOME/grpo/models``, else ``~/.cache/grpo/models``."""
+def cache_dir(kind: str = "models") -> Path:
+    """``$GRPO_CACHE_DIR/<kind>``, else ``$XDG_CACHE_HOME/grpo/<kind>``, else ``~/.cache/grpo/<kind>``."""
     root = os.environ.get("GRPO_CACHE_DIR")
     if root:
-        return Path(root).expanduser() / "models"
+        return Path(root).expanduser() / kind
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "grpo" / "models"
+    return base / "grpo" / kind
 
 
 def _ready(path: Path) -> bool:

@@ -212,4 +212,13 @@ def system_prompts() -> Registry:
     return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt)
 
 
-__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts"]
+def _check_probe(name: str, build: Any) -> None:
+    if not callable(build):
+        raise RegistryError(f"probe '{name}' is {build!r:.80}, not a callable that builds a completion.")
+
+
+def probes() -> Registry:
+    return collect("register_probes", "probe", dotted=True, validate=_check_probe)
+
+
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes"]

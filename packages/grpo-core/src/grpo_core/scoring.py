@@ -135,3 +135,88 @@ def weighted_totals(per_reward: list[list[float | None]], weights: Sequence[floa
                 s += w * float(v)
         totals.append(s)
     return totals
+
+
+def group_advantages(totals: Sequence[float]) -> list[float]:
+    """TRL's default advantage for one group: (r - mean) / (std + 1e-4), with the
+    unbiased std as ``torch.std`` computes it (``scale_rewards="group"``)."""
+    n = len(totals)
+    mean = sum(totals) / n
+    std = math.sqrt(sum((t - mean) ** 2 for t in totals) / (n - 1)) if n > 1 else 0.0
+    return [(t - mean) / (std + 1e-4) for t in totals]
+
+
+def _best(totals: Sequence[float]) -> set[int]:
+    top = max(totals)
+    return {i for i, t in enumerate(totals) if t >= top - 1e-9}
+
+
+@dataclass
+class Comparison:
+    """Two reward sets over the same groups of completions (``grpo score --against``).
+
+    Per group: the best completion *changes* when no completion is top-scoring under
+    both sets (a flat group is all top-scoring, so it never changes); a completion's
+    advantage *flips* when it is positive under one set and negative under the other.
+    ``rows`` keeps the ``top`` completions whose advantage moves most."""
+
+    top: int = 5
+    groups: int = 0
+    best_changed: int = 0
+    completions: int = 0
+    flipped: int = 0
+    rows: list = field(default_factory=list)  # (|moved|, line, total A, total B, adv A, adv B, excerpt)
+
+    def add_group(self, lines: Sequence, a: Sequence[float], b: Sequence[float], excerpts: Sequence[str]) -> None:
+        import heapq
+
+        adv_a, adv_b = group_advantages(a), group_advantages(b)
+        self.groups += 1
+        self.best_changed += not (_best(a) & _best(b))
+        self.completions += len(a)
+        self.flipped += sum(x * y < 0 for x, y in zip(adv_a, adv_b))
+        for i, line in enumerate(lines):
+            item = (abs(adv_b[i] - adv_a[i]), line, a[i], b[i], adv_a[i], adv_b[i], excerpts[i])
+            if len(self.rows) < self.top:
+                heapq.heappush(self.rows, item)
+            elif item[0] > self.rows[0][0]:
+                heapq.heapreplace(self.rows, item)
+
+    def as_dict(self) -> dict[str, Any]:
+        keys = ("moved", "line", "total", "against_total", "advantage", "against_advantage", "completion")
+        return {
+            "groups": self.groups,
+            "best_changed": self.best_changed,
+            "best_changed_share": self.best_changed / self.groups if self.groups else math.nan,
+            "completions": self.completions,
+            "advantage_flipped": self.flipped,
+            "advantage_flipped_share": self.flipped / self.completions if self.completions else math.nan,
+            "most_different": [dict(zip(keys, r)) for r in sorted(self.rows, key=lambda r: (-r[0], r[1]))],
+        }
+
+
+class Grouper:
+    """Cuts a stream of scored lines into GRPO groups: ``size`` consecutive lines, or,
+    without a size, runs of consecutive lines with the same prompt. ``add`` returns
+    the groups it completed; ``finish`` the last prompt run (a partial sized group is
+    left over, not a group)."""
+
+    def __init__(self, size: int | None):
+        self.size, self.pending, self.key = size, [], None
+
+    def add(self, items: Sequence, keys: Sequence) -> list[list]:
+        done = []
+        for item, key in zip(items, keys):
+            if self.pending and ((self.size is None and key != self.key) or len(self.pending) == self.size):
+                done.append(self.pending)
+                self.pending = []
+            self.pending.append(item)
+            self.key = key
+        if self.size is not None and len(self.pending) == self.size:
+            done.append(self.pending)
+            self.pending = []
+        return done
+
+    def finish(self) -> list[list]:
+        last, self.pending = self.pending, []
+        return [last] if last and self.size is None else []

@@ -311,10 +311,11 @@ class Run:
     trainer: Any = None
 
 
-def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False,
+def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, check: bool = True,
         log: Callable[[str], None] = print, stream=None, extra_callbacks: list | None = None) -> TrainResult:
-    """Train as ``cfg`` says; see the module docstring for the outputs."""
-    r = _prepare(cfg, resume, overwrite, log, stream or sys.stdout, list(extra_callbacks or []))
+    """Train as ``cfg`` says; see the module docstring for the outputs. ``check``: run
+    ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure."""
+    r = _prepare(cfg, resume, overwrite, log, stream or sys.stdout, list(extra_callbacks or []), check)
     model, tokenizer = _load_model(r)
     result = TrainResult(output_dir=r.root, global_step=0)
     for i, p in enumerate(r.plans):
@@ -329,8 +330,9 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False,
     return _finish(r, model, tokenizer, result)
 
 
-def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbacks) -> Run:
-    """Everything that needs no model: data, plans, output dir, resume bookkeeping."""
+def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbacks, check: bool = True) -> Run:
+    """Everything that needs no model: data, plans, the reward check, output dir, resume
+    bookkeeping (in that order: a failed check touches no earlier run)."""
     from .precision import choose
 
     main = is_main_process()
@@ -340,6 +342,8 @@ def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbac
     _quiet()
     train_ds, eval_ds = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)
+    if check:
+        check_or_stop(cfg, train_ds, plans, log)
     root = root_dir(cfg, plans)
     a = plans[0].args
     r = Run(cfg=cfg, device=device, plans=plans, root=root, train_ds=train_ds, eval_ds=eval_ds,
@@ -354,6 +358,17 @@ def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbac
             (root / HEALTH).touch()  # empty: no warnings
         _write_resolved(cfg, plans, root, device)
     return r
+
+
+def check_or_stop(cfg: RunConfig, train_ds, plans: list[StagePlan], log: Callable) -> None:
+    """``grpo check`` before any model loads; a failure is a ConfigError after its table."""
+    from .checks import check_plans
+
+    if not all(rep.ok for rep in check_plans(cfg, train_ds, plans, log=log, brief=True)):
+        raise ConfigError(
+            "grpo check failed (table above): a reward does not pay the gold answer, or pays a hack. "
+            "Fix the reward or the dataset's answer column; --no-check skips the check."
+        )
 
 
 def check_writable(path: Path, keep: bool = True) -> None:

@@ -62,6 +62,7 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END_RE = re.compile(r"\.(?=\s|$)|\n|(?i:\bI hope\b)")
+_RETRACTION_RE = re.compile(r"\b(?:no|not|wait|actually|wrong|incorrect|mistake|oops|rather)\b", re.IGNORECASE)
 _HEDGE_RE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|might|either|or|guess)\b", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 
@@ -196,6 +197,9 @@ def _after_phrase(text: str) -> str | None:
     if rest.startswith("\n"):
         rest = rest.strip()
     cut = _cut_sentence(rest)
+    line = rest.split("\n", 1)[0]
+    if _RETRACTION_RE.search(line[len(cut):]):
+        cut = line  # "Answer: 72. No, wait: 73": the whole line, which negates itself
     for _ in range(3):  # '"answer": "17.5"},' -> 17.5
         cut = cut.strip().strip("*_`").strip().rstrip(",;:").strip().strip("\"'").strip()
         cut = _drop_unbalanced_closers(cut)
@@ -303,6 +307,7 @@ _WORD_CONST_RE = re.compile(r"(?<![\\A-Za-z])(?:infinity|pi)(?![A-Za-z])", re.IG
 _AND_OR_RE = re.compile(r"\s*,?\s*\b(?:and|or)\b\s*", re.IGNORECASE)
 _PERCENT_WORD_RE = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b", re.IGNORECASE)
 _THOUSANDS_RE = re.compile(r"(?<![\d.,(\[{])([1-9]\d{0,2}(?:,\d{3})+)(?![\d,)\]}])(?!\.\d*,)")
+_NUMBER_RUN_RE = re.compile(r"-?\d+(?:\.\d+)?(?:\s+-?\d+(?:\.\d+)?)+")
 _SPACE_THOUSANDS_RE = re.compile(r"^[1-9]\d{0,2}(?: \d{3})+$")  # "1 000 000"
 # "\text{ and }", "\quad\text{or}\quad": a connective, not a unit
 _TEXT_CONNECTIVE_RE = re.compile(
@@ -413,6 +418,8 @@ def to_math(answer: str | None, *, gold: bool = False) -> str | None:
     s = _TEXT_CONNECTIVE_RE.sub(lambda m: f" {m.group(1).lower()} ", s)
     if _SPACE_THOUSANDS_RE.match(s.strip()):
         s = s.replace(" ", "")
+    elif _NUMBER_RUN_RE.fullmatch(s.strip()):  # "7 17" is two answers (math-verify would add them)
+        s = ", ".join(s.split())
     s = _unwrap_delimiters(s)
     if s == "\x00not":
         return None

@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("--prompts", type=int, default=16, metavar="K", help="prompts to sample (default 16)")
     p.add_argument("--stage", default=None, help="stage whose rewards to check (default: the first)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--no-check", action="store_true", help="skip grpo check before sampling")
     p.set_defaults(func=run, accepts_extra=True)
 
 
@@ -63,6 +64,10 @@ def run(args) -> int:
     if args.stage is not None and args.stage not in names:
         raise GrpoError(f"--stage {args.stage!r}: the config's stages are {', '.join(names)}.")
     stage = plans[names.index(args.stage)] if args.stage else plans[0]
+    if not args.no_check:
+        from ..train import check_or_stop
+
+        check_or_stop(cfg, train_ds, [stage], print)
     seed = stage.args.seed
     sample = train_ds.shuffle(seed=seed).select(range(min(args.prompts, len(train_ds))))
     rows = [sample[i] for i in range(len(sample))]

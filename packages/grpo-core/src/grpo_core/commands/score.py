@@ -1,4 +1,5 @@
-"""`grpo score`: score completions from a JSONL file with composed rewards, no model needed."""
+"""`grpo score`: score completions from a file with composed rewards, no model needed;
+``--against`` scores them a second way and reports what would change in training."""
 
 from __future__ import annotations
 
@@ -9,31 +10,58 @@ from pathlib import Path
 
 from . import print_json, table
 
+INPUTS = (".jsonl", ".csv", ".parquet")
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "score",
-        help="score completions from a JSONL file with composed rewards (no model needed)",
-        description="Each input line is a JSON object with a 'completion' (text or a list of "
-        "messages) and any dataset columns the rewards read ('answer', ...); 'prompt' and "
-        "'completion_ids' are passed on when present.",
+        help="score completions from a JSONL, CSV or Parquet file with composed rewards (no model needed)",
+        description="Each input row has a 'completion' (text or a list of messages) and any dataset "
+        "columns the rewards read ('answer', ...); 'prompt' and 'completion_ids' are passed on when "
+        "present. With --against, a second reward set scores the same completions, and the report "
+        "says how many groups' best completion and how many advantages would change.",
     )
     p.add_argument("--rewards", nargs="+", required=True, metavar="SPEC",
                    help="reward specs: name, name:weight or name(key=value):weight")
-    p.add_argument("--input", required=True, type=Path, help="JSONL file of completions")
-    p.add_argument("--output", type=Path, help="per-line scores: .jsonl or .csv")
+    p.add_argument("--against", nargs="+", default=None, metavar="SPEC",
+                   help="a second reward set to compare with, over the same completions")
+    p.add_argument("--input", required=True, type=Path, help="completions: .jsonl, .csv or .parquet")
+    p.add_argument("--output", type=Path, help="per-row scores (and what rewards logged, e.g. the extracted answer): .jsonl or .csv")
     p.add_argument("--group-size", type=int, default=None, metavar="G",
-                   help="report the share of groups of G consecutive lines with zero reward spread")
+                   help="groups are G consecutive rows (default with --against: runs of the same prompt); "
+                   "reports the share of groups with zero reward spread")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
 
+# ------------------------------------------------------------------ reading
+
+
 def _read_batches(path: Path, batch_size: int):
+    """Lists of (row number, row); JSONL rows are numbered by file line, CSV and
+    Parquet rows from 1."""
     from ..errors import GrpoError
 
+    reader = {".jsonl": _jsonl_rows, ".csv": _csv_rows, ".parquet": _parquet_rows}[path.suffix]
     batch = []
+    for number, row in reader(path):
+        if "completion" not in row:
+            raise GrpoError(f"{path}:{number} has no 'completion' field; each row needs "
+                            f"a 'completion' and the columns the rewards read (it has: {', '.join(sorted(row))}).")
+        batch.append((number, row))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _jsonl_rows(path: Path):
+    from ..errors import GrpoError
+
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -42,101 +70,206 @@ def _read_batches(path: Path, batch_size: int):
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise GrpoError(f"{path}:{lineno} is not valid JSON ({exc.msg}); each line must be one object.") from None
-            if not isinstance(row, dict) or "completion" not in row:
-                raise GrpoError(
-                    f"{path}:{lineno} has no 'completion' field; each line needs "
-                    f'{{"completion": ..., <columns the rewards read>}}.'
-                )
-            batch.append((lineno, row))
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-    if batch:
-        yield batch
+            if not isinstance(row, dict):
+                raise GrpoError(f"{path}:{lineno} is not a JSON object; each line needs {{\"completion\": ...}}.")
+            yield lineno, row
 
 
-def run(args) -> int:
-    from ..errors import GrpoError, MissingColumnError
-    from ..rewards import compose_rewards
-    from ..scoring import GroupStats, RewardStats, call_reward, weighted_totals
+def _csv_rows(path: Path):
+    import csv
+
+    with path.open(encoding="utf-8", newline="") as fh:
+        yield from enumerate(csv.DictReader(fh), 1)
+
+
+def _parquet_rows(path: Path):
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            number += 1
+            yield number, row
+
+
+# ------------------------------------------------------------------ scoring
+
+
+class _Side:
+    """One reward set: its rewards, weights and running statistics."""
+
+    def __init__(self, specs: list[str], group_size: int | None, prefix: str = ""):
+        from ..rewards import compose_rewards
+        from ..scoring import GroupStats, RewardStats
+
+        self.funcs, self.weights = compose_rewards(specs)
+        self.prefix = prefix
+        self.names = [f.__name__ for f in self.funcs]
+        self.stats = [RewardStats(n) for n in self.names]
+        self.total = RewardStats("total")
+        self.flat = GroupStats(group_size) if group_size else None
+
+    def score(self, batch, keys: set, path: Path) -> tuple[list, list, dict]:
+        """(scores per reward, weighted totals, what the rewards logged per row)."""
+        from ..scoring import call_reward, weighted_totals
+
+        rows = [r for _, r in batch]
+        columns = {k: [r.get(k) for r in rows] for k in keys - {"completion", "prompt", "completion_ids"}}
+        for f in self.funcs:
+            _require(f, batch, keys, path)
+        extras: dict[str, list] = {}
+        prompts = [r.get("prompt") for r in rows] if "prompt" in keys else None
+        ids = [r.get("completion_ids") for r in rows] if "completion_ids" in keys else None
+        per_reward = [call_reward(f, [r["completion"] for r in rows], columns, prompts, ids,
+                                  log_extra=lambda name, values: extras.setdefault(name, list(values)))
+                      for f in self.funcs]
+        totals = weighted_totals(per_reward, self.weights)
+        for s, values in zip(self.stats, per_reward):
+            s.add(values)
+        self.total.add(totals)
+        if self.flat:
+            self.flat.add(totals)
+        return per_reward, totals, extras
+
+    def record(self, i: int, per_reward, totals, extras) -> dict:
+        """Row ``i``'s scores, keyed ``<prefix><reward>``, ``<prefix>total``, ``<prefix><logged>``."""
+        rec = {self.prefix + n: v[i] for n, v in zip(self.names, per_reward)}
+        rec[self.prefix + "total"] = totals[i]
+        rec.update({self.prefix + k: v[i] if i < len(v) else None for k, v in extras.items()})
+        return rec
+
+    def summary(self) -> dict:
+        out = {"rewards": [dict(s.as_dict(), weight=w) for s, w in zip(self.stats, self.weights)],
+               "total": self.total.as_dict()}
+        if self.flat:
+            f = self.flat
+            out["groups"] = {"size": f.size, "count": f.groups, "zero_spread": f.flat,
+                             "zero_spread_share": f.flat_share, "incomplete_lines": f.leftover}
+        return out
+
+
+def _require(f, batch, keys: set, path: Path) -> None:
+    from ..errors import MissingColumnError
+
+    for col in f.required_columns:
+        if col in keys and all(col in r for _, r in batch):
+            continue
+        number, row = next((n, r) for n, r in batch if col not in r)
+        raise MissingColumnError(
+            f"reward '{f.__name__}' needs the column '{col}', but {path} line {number} has only: "
+            f"{', '.join(sorted(row))}. Add \"{col}\" to every row or drop the reward."
+        )
+
+
+def _check_args(args) -> None:
+    from ..errors import GrpoError
 
     if not args.input.is_file():
         raise GrpoError(f"--input {args.input}: no such file.")
+    if args.input.suffix not in INPUTS:
+        raise GrpoError(f"--input {args.input}: use a {', '.join(INPUTS)} file.")
     if args.group_size is not None and args.group_size < 2:
         raise GrpoError(f"--group-size must be at least 2 (the number of completions per prompt), got {args.group_size}.")
     if args.output and args.output.suffix not in (".jsonl", ".csv"):
         raise GrpoError(f"--output {args.output}: use a .jsonl or .csv file name.")
-    funcs, weights = compose_rewards(args.rewards)
-    names = [f.__name__ for f in funcs]
-    stats = [RewardStats(n) for n in names]
-    total_stats = RewardStats("total")
-    groups = GroupStats(args.group_size) if args.group_size else None
-    out = _open_output(args.output, names) if args.output else None
-    progress = None
-    if not args.no_progress and sys.stderr.isatty():
-        from tqdm import tqdm
 
-        progress = tqdm(unit=" lines", desc="scoring", file=sys.stderr)
+
+def run(args) -> int:
+    from ..scoring import Comparison, Grouper
+
+    _check_args(args)
+    sides = [_Side(args.rewards, args.group_size)]
+    if args.against:
+        sides.append(_Side(args.against, args.group_size, prefix="against/"))
+    compare, grouper = (Comparison(), Grouper(args.group_size)) if args.against else (None, None)
+    out = _Output(args.output) if args.output else None
+    progress = _progress(args)
     try:
         for batch in _read_batches(args.input, args.batch_size):
-            rows = [r for _, r in batch]
-            keys = set().union(*(r.keys() for r in rows))
-            columns = {k: [r.get(k) for r in rows] for k in keys - {"completion", "prompt", "completion_ids"}}
-            for f in funcs:
-                missing = [c for c in f.required_columns if c not in keys]
-                partial = [c for c in f.required_columns if c in keys and any(c not in r for r in rows)]
-                if missing or partial:
-                    col = (missing or partial)[0]
-                    where = f"line {next(n for n, r in batch if col not in r)}"
-                    raise MissingColumnError(
-                        f"reward '{f.__name__}' needs the column '{col}', but {args.input} {where} "
-                        f"has only: {', '.join(sorted(next(r for _, r in batch if col not in r)))}. "
-                        f"Add \"{col}\" to every line or drop the reward."
-                    )
-            completions = [r["completion"] for r in rows]
-            prompts = [r.get("prompt") for r in rows] if "prompt" in keys else None
-            ids = [r.get("completion_ids") for r in rows] if "completion_ids" in keys else None
-            per_reward = [call_reward(f, completions, columns, prompts, ids) for f in funcs]
-            totals = weighted_totals(per_reward, weights)
-            for s, values in zip(stats, per_reward):
-                s.add(values)
-            total_stats.add(totals)
-            if groups:
-                groups.add(totals)
+            keys = set().union(*(r.keys() for _, r in batch))
+            scored = [side.score(batch, keys, args.input) for side in sides]
+            records = [{"line": n, **{k: v for side, s in zip(sides, scored) for k, v in side.record(i, *s).items()}}
+                       for i, (n, _) in enumerate(batch)]
             if out:
-                out.write(batch, per_reward, totals)
+                out.write(records)
+            if compare:
+                items = [(n, scored[0][1][i], scored[1][1][i], _excerpt(r["completion"])) for i, (n, r) in enumerate(batch)]
+                for group in grouper.add(items, [json.dumps(r.get("prompt"), default=str) for _, r in batch]):
+                    compare.add_group(*zip(*group))
             if progress:
-                progress.update(len(rows))
+                progress.update(len(batch))
     finally:
         if progress:
             progress.close()
         if out:
             out.close()
-    summary = {
-        "lines": total_stats.n,
-        "rewards": [dict(s.as_dict(), weight=w) for s, w in zip(stats, weights)],
-        "total": total_stats.as_dict(),
-    }
-    if groups:
-        summary["groups"] = {"size": groups.size, "count": groups.groups, "zero_spread": groups.flat,
-                             "zero_spread_share": groups.flat_share, "incomplete_lines": groups.leftover}
+    if compare:
+        for group in grouper.finish():
+            compare.add_group(*zip(*group))
+    return _report(args, sides, compare)
+
+
+def _excerpt(completion) -> str:
+    from ..text import completion_text
+
+    return " ".join(completion_text(completion).split())[:100]
+
+
+def _progress(args):
+    if args.no_progress or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(unit=" rows", desc="scoring", file=sys.stderr)
+
+
+# ------------------------------------------------------------------ the report
+
+
+def _report(args, sides: list[_Side], compare) -> int:
+    summary = {"lines": sides[0].total.n, **sides[0].summary()}
+    if compare:
+        summary["against"] = sides[1].summary()
+        summary["comparison"] = compare.as_dict()
     if args.json:
         print_json(summary)
         return 0
+    print(f"{summary['lines']} completions from {args.input}")
+    for side, s in zip(sides, [summary, summary.get("against")]):
+        if compare:
+            print(f"\n{'--against' if side.prefix else '--rewards'}:")
+        _print_side(s)
+    if compare:
+        _print_comparison(summary["comparison"], args)
+    if args.output:
+        print(f"\nper-row scores written to {args.output}")
+    return 0
+
+
+def _print_side(s: dict) -> None:
     rows = []
-    for d in summary["rewards"] + [dict(summary["total"], weight="")]:
+    for d in s["rewards"] + [dict(s["total"], weight="")]:
         rows.append([d["reward"], _fmt(d["weight"]), _fmt(d["mean"]), _fmt(d["std"]), _fmt(d["min"]),
                      _fmt(d["max"]), _pct(d["none_share"]), _pct(d["zero_share"])])
-    print(f"{summary['lines']} completions from {args.input}")
     print(table(rows, ["reward", "weight", "mean", "std", "min", "max", "None", "zeros"]))
-    if groups:
-        g = summary["groups"]
+    if "groups" in s:
+        g = s["groups"]
         print(f"\ngroups of {g['size']}: {g['zero_spread']}/{g['count']} ({_pct(g['zero_spread_share'])}) "
               f"have zero spread in total reward (no learning signal)"
               + (f"; {g['incomplete_lines']} trailing lines do not fill a group" if g["incomplete_lines"] else ""))
-    if args.output:
-        print(f"per-line scores written to {args.output}")
-    return 0
+
+
+def _print_comparison(c: dict, args) -> None:
+    grouping = f"groups of {args.group_size}" if args.group_size else "groups (runs of the same prompt)"
+    print(f"\nwhat changes with --against, over {c['groups']} {grouping}:")
+    print(f"  best completion changes in {c['best_changed']}/{c['groups']} groups ({_pct(c['best_changed_share'])})")
+    print(f"  advantage changes sign for {c['advantage_flipped']}/{c['completions']} completions "
+          f"({_pct(c['advantage_flipped_share'])})")
+    if c["most_different"]:
+        print("\nrows whose advantage moves most:")
+        rows = [[r["line"], _fmt(r["total"]), _fmt(r["against_total"]), _fmt(r["advantage"]),
+                 _fmt(r["against_advantage"]), r["completion"][:60]] for r in c["most_different"]]
+        print(table(rows, ["row", "total", "against", "advantage", "against", "completion"]))
 
 
 def _fmt(v) -> str:
@@ -149,26 +282,24 @@ def _pct(v) -> str:
     return "nan" if isinstance(v, float) and math.isnan(v) else f"{100 * v:.1f}%"
 
 
-class _open_output:
-    def __init__(self, path: Path, names: list[str]):
-        self.path, self.names = path, names
+class _Output:
+    """Per-row records to .jsonl, or .csv with the columns of the first batch."""
+
+    def __init__(self, path: Path):
+        self.path = path
         self.fh = path.open("w", encoding="utf-8", newline="")
-        if path.suffix == ".csv":
+        self.csv = None
+
+    def write(self, records: list[dict]) -> None:
+        if self.path.suffix != ".csv":
+            self.fh.writelines(json.dumps(r, default=str) + "\n" for r in records)
+            return
+        if self.csv is None:
             import csv
 
-            self.csv = csv.writer(self.fh)
-            self.csv.writerow(["line", *names, "total"])
-        else:
-            self.csv = None
-
-    def write(self, batch, per_reward, totals) -> None:
-        for i, (lineno, _) in enumerate(batch):
-            values = [v[i] for v in per_reward]
-            if self.csv:
-                self.csv.writerow([lineno, *("" if v is None else v for v in values), totals[i]])
-            else:
-                rec = {"line": lineno, **dict(zip(self.names, values)), "total": totals[i]}
-                self.fh.write(json.dumps(rec) + "\n")
+            self.csv = csv.DictWriter(self.fh, fieldnames=list(records[0]), extrasaction="ignore")
+            self.csv.writeheader()
+        self.csv.writerows({k: "" if v is None else v for k, v in r.items()} for r in records)
 
     def close(self) -> None:
         self.fh.close()

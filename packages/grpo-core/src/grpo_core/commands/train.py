@@ -33,6 +33,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier run in output_dir (by default it is moved aside to DIR.1, DIR.2, ...)")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip grpo check (gold self-test and reward-hacking probes) before training")
     p.add_argument("--dry-run", action="store_true",
                    help="check the config, rewards and dataset, print the resolved config, load no model")
     p.set_defaults(func=run, accepts_extra=True)
@@ -43,14 +45,14 @@ def run(args) -> int:
 
     cfg = load_config(args.config, args.extra)
     if args.dry_run:
-        return _dry_run(cfg)
+        return _dry_run(cfg, check=not args.no_check)
     from ..train import run as train
 
-    result = train(cfg, resume=args.resume, overwrite=args.overwrite)
+    result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check)
     return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
 
 
-def _dry_run(cfg) -> int:
+def _dry_run(cfg, check: bool = True) -> int:
     from ..config import detect_device
     from ..train import build_datasets, check_writable, lora_config, plan, root_dir
 
@@ -59,6 +61,10 @@ def _dry_run(cfg) -> int:
     plans = plan(cfg, train_ds.column_names, device=device)
     lora_config(cfg)
     check_writable(root_dir(cfg, plans), keep=False)
+    if check:
+        from ..train import check_or_stop
+
+        check_or_stop(cfg, train_ds, plans, print)
     print(f"config OK: device {device}, dataset '{cfg.dataset.name}' ({len(train_ds)} rows"
           + (f", eval {len(eval_ds)}" if eval_ds is not None else "") + ")")
     for p in plans:

@@ -1,0 +1,346 @@
+"""Test the rewards before the GPU, without a model (``grpo check``).
+
+Two questions cost whole runs when their answer is wrong:
+
+1. **Gold self-test**: does each reward give full marks to the right answer,
+   written the way the prompt asks for it? For every dataset row (up to a
+   limit) the ideal completion is the system prompt's answer template filled
+   with the gold answer (what a few-shot example shows); each reward scores it.
+   A correctness reward (``math.*``, ``*.correctness``, ``*.exact``, ...) below
+   99 % at its maximum is a failure: its gold column cannot be read.
+2. **Reward-hacking probes**: does a reward pay for something that is not an
+   answer? :data:`PROBES` builds adversarial completions from sampled rows
+   (a hedge, the question copied back, the gold only in the reasoning, ...).
+   A probe without the right answer that scores at or above the gold on a
+   correctness reward, or any probe above the gold on the weighted total, is
+   a failure. Plugins add probes with the ``register_probes`` hook.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+GOLD_LIMIT = 2_000
+PROBE_ROWS = 16
+PASS_SHARE = 0.99
+_CORRECTNESS_SUFFIXES = (".correctness", ".accuracy", ".exact", ".numeric", ".tests")
+
+
+def is_correctness(name: str) -> bool:
+    """Rewards whose maximum means "the answer is right"."""
+    return name.startswith("math.") or name.endswith(_CORRECTNESS_SUFFIXES)
+
+
+# ------------------------------------------------------------------ completions from a row
+
+
+@dataclass
+class ProbeRow:
+    """What a probe is built from: the row, its gold answer, a wrong one, the template."""
+
+    row: dict
+    gold: str
+    wrong: str
+    template: Any  # str, list of str (first whose fields the row has), or None
+
+    @property
+    def question(self) -> str:
+        return str(self.row.get("question", ""))
+
+    def fill(self, answer: str, reasoning: str | None = None) -> str:
+        """The template with ``answer`` (and ``reasoning`` as the rationale where the
+        template has one, else on a line before it)."""
+        from .data import _example_answer
+
+        row = {k: v for k, v in self.row.items() if k != "completion"}
+        row["answer"] = answer
+        templates = [self.template] if isinstance(self.template, str) or self.template is None else list(self.template)
+        with_rationale = next((t for t in templates if t and "{rationale}" in t), None)
+        if reasoning is not None and with_rationale:
+            return with_rationale.format_map({**_Blank(row), "rationale": reasoning})
+        text = _example_answer({**row, "rationale": row.get("rationale") or ""}, self.template)
+        return f"{reasoning}\n{text}" if reasoning is not None else text
+
+
+class _Blank(dict):
+    def __missing__(self, key):
+        return ""
+
+
+def wrong_answer(gold: str) -> str:
+    """A different answer of the same kind: a number plus one, else a small number."""
+    text = gold.strip()
+    try:
+        value = int(text.replace(",", ""))
+        return str(value + 1)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+        return repr(value + 1) if math.isfinite(value) else "0"
+    except ValueError:
+        return "0" if text != "0" else "1"
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"-?\d+(?:\.\d+)?", text)[:20]
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    description: str
+    build: Callable[[ProbeRow], str]
+    right: bool = False  # carries the right answer: only the total may not beat the gold's
+
+
+PROBES: list[Probe] = [
+    Probe("empty", "an empty completion", lambda r: ""),
+    Probe("empty_answer", "the template with an empty answer", lambda r: r.fill("")),
+    Probe("empty_tags", "tags with no content", lambda r: "<think></think>\n<answer></answer>"),
+    Probe("question_copied", "the question copied back", lambda r: r.question),
+    Probe("question_numbers", "every number in the question as the answer",
+          lambda r: r.fill(" ".join(_numbers(r.question)) or "0")),
+    Probe("or_hedge", "'gold or wrong' as the answer", lambda r: r.fill(f"{r.gold} or {r.wrong}")),
+    Probe("boxes", "a box for each candidate", lambda r: r.fill(rf"\boxed{{{r.wrong}}} \boxed{{{r.gold}}}")),
+    Probe("listed", "the candidates listed", lambda r: r.fill(f"{r.wrong}, {r.gold}")),
+    Probe("maybe", "'maybe gold'", lambda r: r.fill(f"maybe {r.gold}")),
+    Probe("negated", "'not gold'", lambda r: r.fill(f"not {r.gold}")),
+    Probe("retracted", "the gold, then retracted in the answer",
+          lambda r: r.fill(f"{r.gold}. No, wait, that is wrong: {r.wrong}")),
+    Probe("gold_in_reasoning", "the gold in the reasoning, a wrong final answer",
+          lambda r: r.fill(r.wrong, reasoning=f"The answer is {r.gold}.")),
+    Probe("repeated_blocks", "the right completion five times over", lambda r: "\n".join([r.fill(r.gold)] * 5),
+          right=True),
+    Probe("overlong", "the right answer after ten times the reasoning",
+          lambda r: r.fill(r.gold, reasoning=" ".join(["Let me check this once more."] * 60)), right=True),
+    Probe("wrong_format", "the bare right answer, not in the asked format", lambda r: r.gold, right=True),
+]
+
+
+def all_probes() -> list[Probe]:
+    """The built-in probes and those plugins register (``register_probes``)."""
+    from . import registry
+
+    extra = [Probe(e.name, e.description, e.obj, bool(e.extra.get("right", False)))
+             for e in registry.probes().entries.values()]
+    return PROBES + extra
+
+
+# ------------------------------------------------------------------ scoring
+
+
+def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[list], dict[str, list]]:
+    """Per reward, the scores of ``texts`` (as assistant messages, like training), and
+    what rewards logged per completion (e.g. the extracted answer)."""
+    from .scoring import call_reward
+
+    completions = [[{"role": "assistant", "content": t}] for t in texts]
+    columns = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in ("prompt", "completion")}
+    prompts = [r.get("prompt") for r in rows]
+    extras: dict[str, list] = {}
+    per = [call_reward(f, completions, columns, prompts,
+                       log_extra=lambda name, values: extras.setdefault(name, list(values)))
+           for f in funcs]
+    return per, extras
+
+
+def _mean(values) -> float:
+    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
+@dataclass
+class GoldResult:
+    name: str
+    top: float  # the reward's maximum (1.0 for correctness rewards, else the best gold score)
+    share: float  # share of rows at it
+    correctness: bool
+    short: list[dict] = field(default_factory=list)  # rows below it: gold, extracted, score
+
+    @property
+    def ok(self) -> bool:
+        return not self.correctness or self.share >= PASS_SHARE
+
+
+def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResult]:
+    probes = [ProbeRow(r, str(r.get("answer", "")), "", template) for r in rows]
+    texts = [p.fill(p.gold) for p in probes]
+    per, extras = _score(funcs, texts, rows)
+    out = []
+    for f, scores in zip(funcs, per):
+        name = f.__name__
+        correct = is_correctness(name)
+        finite = [s for s in scores if s is not None]
+        top = 1.0 if correct else (max(finite) if finite else math.nan)
+        at_top = [s is not None and s >= top - 1e-9 for s in scores]
+        extracted = extras.get(f"{name}/answer") or [None] * len(rows)
+        short = [{"row": i, "gold": probes[i].gold, "completion": texts[i][:200], "extracted": extracted[i],
+                  "score": scores[i]} for i, ok in enumerate(at_top) if not ok]
+        out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, correct, short))
+    return out
+
+
+@dataclass
+class ProbeResult:
+    probe: Probe
+    means: dict[str, float]  # per reward
+    total: float
+    failures: list[str]
+
+
+def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], template,
+               probes: Sequence[Probe]) -> tuple[dict[str, float], float, list[ProbeResult]]:
+    """(gold means per reward, gold total, one result per probe)."""
+    built = [ProbeRow(r, str(r.get("answer", "")), wrong_answer(str(r.get("answer", ""))), template) for r in rows]
+    texts = [b.fill(b.gold) for b in built]
+    groups = [texts] + [[p.build(b) for b in built] for p in probes]
+    per, _ = _score(funcs, [t for g in groups for t in g], [r for _ in groups for r in rows])
+    n = len(rows)
+
+    def means(k: int) -> tuple[dict[str, float], float]:
+        m = {f.__name__: _mean(scores[k * n:(k + 1) * n]) for f, scores in zip(funcs, per)}
+        total = sum(w * v for w, v in zip(weights, m.values()) if not math.isnan(v))
+        return m, total
+
+    gold, gold_total = means(0)
+    results = []
+    for k, probe in enumerate(probes, start=1):
+        m, total = means(k)
+        failures = []
+        if not probe.right:
+            failures += [f"{name} {m[name]:.2f} >= the gold's {gold[name]:.2f}" for name in m
+                         if is_correctness(name) and gold[name] > 0 and m[name] >= gold[name] - 1e-9]
+        if total > gold_total + 1e-9:
+            failures.append(f"total {total:.2f} > the gold's {gold_total:.2f}")
+        results.append(ProbeResult(probe, m, total, failures))
+    return gold, gold_total, results
+
+
+# ------------------------------------------------------------------ the report
+
+
+@dataclass
+class CheckReport:
+    stage: str
+    rows: int
+    gold: list[GoldResult]
+    probe_rows: int
+    gold_means: dict[str, float]
+    gold_total: float
+    probes: list[ProbeResult]
+
+    @property
+    def ok(self) -> bool:
+        return all(g.ok for g in self.gold) and not any(p.failures for p in self.probes)
+
+    def as_dict(self) -> dict:
+        return {
+            "stage": self.stage, "ok": self.ok, "rows": self.rows,
+            "gold_self_test": [{"reward": g.name, "top": g.top, "share_at_top": g.share, "ok": g.ok,
+                                "correctness": g.correctness, "short": g.short[:20]} for g in self.gold],
+            "probes": {"rows": self.probe_rows, "gold": self.gold_means, "gold_total": self.gold_total,
+                       "results": [{"probe": p.probe.name, "description": p.probe.description, "means": p.means,
+                                    "total": p.total, "failures": p.failures} for p in self.probes]},
+        }
+
+
+def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], dataset, template, *,
+                limit: int = GOLD_LIMIT, probe_rows: int = PROBE_ROWS, seed: int = 0) -> CheckReport:
+    n = min(limit, len(dataset))
+    rows = [dataset[i] for i in range(n)]
+    picked = random.Random(seed).sample(range(len(dataset)), min(probe_rows, len(dataset)))
+    sample = [dataset[i] for i in picked]
+    gold = gold_self_test(funcs, rows, template)
+    gold_means, gold_total, probes = run_probes(funcs, weights, sample, template, all_probes())
+    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes)
+
+
+def format_report(report: CheckReport) -> str:
+    lines = [f"gold self-test ({report.rows} rows, stage '{report.stage}'): the ideal completion, scored"]
+    for g in report.gold:
+        mark = "ok  " if g.ok else "FAIL"
+        kind = "correctness" if g.correctness else "other"
+        lines.append(f"  {mark} {g.name:32} {g.share:7.1%} at {g.top:g} ({kind})")
+        if not g.ok:
+            for s in g.short[:5]:
+                lines.append(f"       row {s['row']}: gold {s['gold']!r:.40} extracted {s['extracted']!r:.40} "
+                             f"-> {s['score']}")
+            lines.append("       the reward cannot read these golds: fix the answer column or the reward's "
+                         "parameters before training")
+    names = list(report.gold_means)
+    lines.append(f"\nreward-hacking probes ({report.probe_rows} rows; mean score per reward, total weighted):")
+    width = max(12, *(len(n) for n in names)) if names else 12
+    lines.append(f"  {'probe':18} " + " ".join(f"{n[:width]:>{width}}" for n in names) + f" {'total':>7}")
+    lines.append(f"  {'(the gold)':18} " + " ".join(f"{report.gold_means[n]:>{width}.2f}" for n in names)
+                 + f" {report.gold_total:>7.2f}")
+    for p in report.probes:
+        mark = "  FAIL" if p.failures else ""
+        lines.append(f"  {p.probe.name:18} " + " ".join(f"{p.means[n]:>{width}.2f}" for n in names)
+                     + f" {p.total:>7.2f}{mark}")
+    failed = [p for p in report.probes if p.failures]
+    for p in failed:
+        lines.append(f"  {p.probe.name} ({p.probe.description}): {'; '.join(p.failures)}")
+    lines.append("\ncheck: " + ("ok" if report.ok else "FAILED (grpo train stops here; --no-check skips it)"))
+    return "\n".join(lines)
+
+
+def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_rows: int | None = None,
+                log: Callable[[str], None] = print, brief: bool = False) -> list[CheckReport]:
+    """The check of every stage of a run (its rewards, on the training rows); ``plans``
+    from ``train.plan``, else composed here without building a GRPOConfig (no TRL
+    import). ``brief``: one line per stage that passes, the whole table for one that fails."""
+    from .data import resolve_system_prompt
+
+    d = cfg.dataset
+    template = d.answer_template or resolve_system_prompt(d.system_prompt)[1]
+    stages = ([(p.section.name, p.funcs, p.weights, p.args.seed) for p in plans] if plans is not None
+              else _stages(cfg, train_ds.column_names))
+    reports = []
+    for name, funcs, weights, seed in stages:
+        report = check_stage(name, funcs, weights, train_ds, template,
+                             limit=limit or GOLD_LIMIT, probe_rows=probe_rows or PROBE_ROWS, seed=seed)
+        log(summary_line(report) if brief and report.ok else format_report(report))
+        reports.append(report)
+    return reports
+
+
+def _stages(cfg, columns: list[str]) -> list[tuple]:
+    """(name, funcs, weights, seed) per stage, checked against the dataset's columns."""
+    from .data import check_columns
+    from .rewards import compose_rewards
+
+    out = []
+    for stage in cfg.stages:
+        funcs, weights = compose_rewards(stage.rewards)
+        check_columns(columns, funcs, f"dataset '{cfg.dataset.name}'")
+        seed = stage.training.get("seed", cfg.training.get("seed", _cli_value(cfg.cli_args, "seed", 42)))
+        out.append((stage.name, funcs, weights, int(seed)))
+    return out
+
+
+def _cli_value(argv: list[str], name: str, default):
+    """The last ``--name V`` / ``--name=V`` in GRPOConfig's command-line arguments."""
+    value = default
+    for i, arg in enumerate(argv):
+        if arg == f"--{name}" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(f"--{name}="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def summary_line(report: CheckReport) -> str:
+    gold = ", ".join(f"{g.name} {g.share:.0%}" for g in report.gold if g.correctness) or "no correctness reward"
+    return (f"grpo check{f' [{report.stage}]' if report.stage != 'main' else ''}: ok (gold self-test on "
+            f"{report.rows} rows: {gold}; {len(report.probes)} reward-hacking probes pass)")
+
+
+
+__all__ = ["check_plans", "PROBES", "Probe", "ProbeRow", "CheckReport", "check_stage", "format_report", "is_correctness",
+           "gold_self_test", "run_probes", "wrong_answer"]

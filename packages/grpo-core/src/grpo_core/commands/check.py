@@ -1,0 +1,37 @@
+"""`grpo check CONFIG`: the gold self-test and the reward-hacking probes, no model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "check",
+        help="test the rewards without a model: full marks for the gold answer, nothing for hacks",
+        description="Gold self-test (the ideal completion, scored by every reward, for each row) and "
+        "reward-hacking probes (hedges, copied questions, empty tags, ...). Exits 1 on a failure. "
+        "grpo train and grpo preflight run it first (--no-check skips it).",
+    )
+    p.add_argument("config", help="the YAML config (rewards, dataset, system prompt)")
+    p.add_argument("--limit", type=int, default=None, help="rows for the gold self-test (default 2000)")
+    p.add_argument("--probe-rows", type=int, default=None, help="rows the probes are built from (default 16)")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the report as JSON")
+    p.set_defaults(func=run, accepts_extra=True)
+
+
+def run(args) -> int:
+    import datasets
+
+    from ..checks import check_plans
+    from ..config import load_config
+    from ..train import build_datasets
+
+    cfg = load_config(args.config, args.extra)
+    datasets.disable_progress_bars()
+    train_ds, _ = build_datasets(cfg)  # no GRPOConfig is built: TRL is not imported
+    reports = check_plans(cfg, train_ds, limit=args.limit, probe_rows=args.probe_rows, log=print)
+    if args.json:
+        args.json.write_text(json.dumps([r.as_dict() for r in reports], indent=2, default=str))
+    return 0 if all(r.ok for r in reports) else 1

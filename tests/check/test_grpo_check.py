@@ -1,0 +1,105 @@
+"""`grpo check CONFIG`: planted bugs are caught before any model; our own configs pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grpo_core.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+QUESTIONS = [("What is 2 + 2?", "4"), ("What is 3 * 3?", "9"), ("What is 10 - 1?", "9"),
+             ("What is 6 / 2?", "3"), ("What is 5 + 7?", "12"), ("What is 8 - 5?", "3")]
+
+
+def write_config(tmp_path: Path, rows: list[dict], rewards: list, **dataset) -> Path:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = {"model": {"id": "unused"}, "rewards": rewards, "report_to": [],
+           "dataset": {"name": "files", "params": {"path": str(data), "answer_field": "gold"},
+                       "system_prompt": "plain", **dataset}}
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture
+def no_model(installed_plugins, monkeypatch):
+    """Our plugins as installed; loading a model fails the test."""
+    import grpo_core.models
+
+    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+
+
+def test_a_gold_column_the_reward_cannot_read_fails_with_its_rows_named(tmp_path, capsys, no_model):
+    # multiple-choice golds ("B) 9") in rows 1 and 4: math.correctness reads no answer from them
+    rows = [{"question": q, "gold": f"B) {a}" if i in (1, 4) else a} for i, (q, a) in enumerate(QUESTIONS)]
+    cfg = write_config(tmp_path, rows, ["math.correctness"])
+    assert main(["check", str(cfg), "--json", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL math.correctness" in out and "66.7% at 1" in out  # 4 of 6 rows at full marks
+    assert "row 1: gold 'B) 9'" in out and "row 4: gold 'B) 12'" in out
+    gold = json.loads((tmp_path / "r.json").read_text())[0]["gold_self_test"][0]
+    assert [s["row"] for s in gold["short"]] == [1, 4] and gold["ok"] is False
+
+
+def test_readable_golds_pass_and_a_hedge_paying_reward_fails_a_probe(tmp_path, capsys, no_model):
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    cfg = write_config(tmp_path, rows, ["math.correctness"])
+    assert main(["check", str(cfg)]) == 0
+    assert "check: ok" in capsys.readouterr().out
+    # math.exact compares text after normalising: "9 or 10" is not "9", so it pays no hedge
+    cfg = write_config(tmp_path, rows, ["math.exact"])
+    assert main(["check", str(cfg)]) == 0
+    capsys.readouterr()
+
+
+def test_a_reward_that_pays_a_hedge_fails_the_probes(tmp_path, capsys, register_plugin, no_model):
+    import types
+
+    import grpo_core
+
+    def contains(completions, answer, **kwargs):
+        """1.0 when the gold appears anywhere in the completion: pays every hedge."""
+        return [float(str(a) in grpo_core.completion_text(c)) for c, a in zip(completions, answer)]
+
+    mod = types.ModuleType("hedgy")
+    mod.register_rewards = grpo_core.hookimpl(lambda register: register("hedgy.correctness", contains))
+    register_plugin(mod, name="hedgy")
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    cfg = write_config(tmp_path, rows, ["hedgy.correctness"])
+    assert main(["check", str(cfg), "--json", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "ok   hedgy.correctness" in out  # the gold itself is fine: 100 % at 1
+    results = {r["probe"]: r for r in json.loads((tmp_path / "r.json").read_text())[0]["probes"]["results"]}
+    for name in ("or_hedge", "boxes", "listed", "maybe", "negated", "retracted", "gold_in_reasoning"):
+        assert results[name]["means"]["hedgy.correctness"] == 1.0  # contains the gold every time
+        assert results[name]["failures"] == ["hedgy.correctness 1.00 >= the gold's 1.00"]
+    for name in ("empty", "empty_tags", "question_copied", "question_numbers"):
+        assert results[name]["failures"] == [], name  # no question above holds its own answer
+
+
+@pytest.mark.parametrize("config", ["quickstart.yaml", "quickstart-gpu.yaml", "strict-tags.yaml", "two-stage.yaml"])
+def test_the_examples_pass(config, capsys, no_model, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["check", f"examples/{config}", "--limit", "300"]) == 0, capsys.readouterr().out
+
+
+def test_check_imports_neither_trl_nor_peft_once_their_field_names_are_cached(tmp_path):
+    """GRPOConfig's and LoraConfig's field names are cached per version: the first check
+    imports TRL to read them (~9 s on 2 cores), later ones run in seconds without it."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from grpo_core.cli import main; rc = main(['check', 'examples/quickstart.yaml', "
+            "'--limit', '50']); print(rc, 'trl' in sys.modules, 'peft' in sys.modules)")
+    env = {**os.environ, "GRPO_CACHE_DIR": str(tmp_path), "GRPO_PLUGINS": "grpo-datasets,grpo-rewards-math,grpo-rewards-format"}
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert [r.stdout.split("\n")[-2] for r in runs] == ["0 True True", "0 False False"], runs[1].stderr[-2000:]
+    assert len(list((tmp_path / "config").glob("*.json"))) == 2
