@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from grpo_core import text_reward
 from grpo_core.contract import RewardContract, check_reward
 
 
@@ -71,3 +72,117 @@ def test_base_class_fails_for_a_bad_reward():
 
     with pytest.raises(AssertionError, match="returned 1 values for 2 completions"):
         Bad().test_plain_completions()
+
+
+async def async_length(completions, **kwargs):
+    return [float(len(str(c)) % 7) for c in completions]
+
+
+async def async_wrong_length(completions, **kwargs):
+    return [0.0]
+
+
+def hides_a_coroutine(completions, **kwargs):  # a sync wrapper TRL would never await
+    return async_length(completions, **kwargs)
+
+
+def test_async_reward_is_awaited_and_passes_every_check():
+    assert failures(async_length) == {}
+
+
+def test_async_reward_is_checked_on_its_awaited_values():
+    assert failures(async_wrong_length)["plain completions"] == "returned 1 values for 2 completions"
+
+
+def test_async_reward_is_checked_inside_a_running_event_loop():
+    import asyncio
+
+    async def in_a_loop():  # e.g. a notebook, or an async test
+        return failures(async_length)
+
+    assert asyncio.run(in_a_loop()) == {}
+
+
+def test_a_coroutine_from_a_sync_function_is_caught():
+    msg = failures(hides_a_coroutine)["plain completions"]
+    assert msg.startswith("'hides_a_coroutine' returned a coroutine, but neither it nor its __call__")
+    assert "Make the reward itself `async def`" in msg
+
+
+@text_reward
+async def async_text_length(completions, **kwargs):
+    return [float(len(c)) for c in completions]
+
+
+def test_text_reward_keeps_an_async_reward_async():
+    import asyncio
+    import inspect
+
+    assert inspect.iscoroutinefunction(async_text_length)  # so TRL awaits it
+    conversational = [[{"role": "assistant", "content": "abc"}]]
+    assert asyncio.run(async_text_length(conversational)) == [3.0]
+    assert failures(async_text_length) == {}
+
+
+class TestAsyncContract(RewardContract):
+    reward = staticmethod(async_length)
+
+
+FAKE_PLUGIN = """
+from grpo_core import hookimpl, text_reward
+
+@text_reward
+def brevity(completions, max_chars: int = 10, **kwargs):
+    return [1.0 - min(len(c) / max_chars, 1.0) for c in completions]
+
+@hookimpl
+def register_rewards(register):
+    register("fakeacme.brevity", brevity)
+"""
+
+
+def _run_contract(contract: type[RewardContract]) -> None:
+    for name in dir(contract):
+        if name.startswith("test_"):
+            getattr(contract(), name)()
+
+
+@pytest.fixture
+def fake_acme(tmp_path, monkeypatch, plugin_manager):
+    """grpo-fake-acme installed (a dist-info with its entry point) and allowed to load."""
+    import importlib
+    import sys
+
+    from .fakedist import make_dist
+
+    make_dist(tmp_path, "grpo-fake-acme", {"fakeacme": "grpo_fakeacme"}, {"grpo_fakeacme": FAKE_PLUGIN})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GRPO_PLUGINS", "grpo-fake-acme")
+    try:
+        yield importlib.import_module("grpo_fakeacme")
+    finally:
+        sys.modules.pop("grpo_fakeacme", None)
+
+
+def test_contract_passes_for_an_installed_plugin_loaded_by_entry_point(fake_acme, plugin_manager):
+    from grpo_core import plugins
+
+    class TestInstalled(RewardContract):  # what the guide and `grpo plugin new` write
+        reward = "fakeacme.brevity"
+        plugin = fake_acme
+
+    _run_contract(TestInstalled)  # pluggy refused the module under a second name before
+    assert plugin_manager.get_name(fake_acme) == "fakeacme"  # the entry point's registration is kept
+    assert plugins.plugin_info("fakeacme").distribution == "grpo-fake-acme"
+
+
+def test_contract_registers_a_plugin_that_is_not_loaded_and_unregisters_it(fake_acme, monkeypatch,
+                                                                          plugin_manager):
+    monkeypatch.setenv("GRPO_PLUGINS", "")  # installed but not loaded: the suite registers it
+
+    class TestNotLoaded(RewardContract):
+        reward = "fakeacme.brevity"
+        plugin = fake_acme
+
+    _run_contract(TestNotLoaded)
+    assert not plugin_manager.is_registered(fake_acme)

@@ -4,7 +4,9 @@
 - each value is a finite float/int or ``None``;
 - survives hostile text (empty, huge, unicode, injection attempts, tag floods)
   and both completion shapes (str and conversational messages);
-- is deterministic for the same input, picklable, and callable from a thread.
+- is deterministic for the same input, picklable, and callable from a thread;
+- is ``async def`` (awaited here, as TRL awaits it) exactly when it returns a
+  coroutine: TRL never awaits a coroutine from a function that looks synchronous.
 
 Use it from the command line (``grpo rewards check NAME``) or in a plugin's own
 tests with one line::
@@ -13,15 +15,20 @@ tests with one line::
 
     class TestBrevity(RewardContract):
         reward = "acme.brevity"          # or a grpo_core.Reward / plain function
+        plugin = grpo_acme               # optional: registered here unless already loaded
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import math
 import pickle
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +107,46 @@ def _call(func: Callable, completions: list, columns: dict | None, with_ids: boo
         log_extra=lambda *a, **k: None,
     )
     kwargs.update(_columns_for(func, n, columns))
-    return func(completions, **kwargs)
+    values = func(completions, **kwargs)
+    if inspect.isawaitable(values):
+        if not is_async_callable(func):
+            if inspect.iscoroutine(values):
+                values.close()  # no "never awaited" warning on top of the real message
+            raise _HiddenCoroutine(func)
+        values = _wait(values)
+    return values
+
+
+def is_async_callable(func: Callable) -> bool:
+    """Whether TRL treats ``func`` as async (and awaits it): the test of TRL's
+    ``is_async_callable``, without importing TRL."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return inspect.iscoroutinefunction(func) or (
+        callable(func) and inspect.iscoroutinefunction(func.__call__))
+
+
+class _HiddenCoroutine(Exception):
+    def __init__(self, func: Callable):
+        name = getattr(func, "__name__", repr(func))
+        super().__init__(
+            f"'{name}' returned a coroutine, but neither it nor its __call__ is `async def`, so "
+            f"TRL would use the coroutine itself as the scores and never await it. Make the reward "
+            f"itself `async def` (a plain `def` wrapper around an async function hides it).")
+
+
+def _wait(awaitable: Any) -> Any:
+    """The result of an async reward, from any thread, inside a running event loop too."""
+
+    async def wait():
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    with ThreadPoolExecutor(1) as pool:  # asyncio.run refuses to nest in a running loop
+        return pool.submit(asyncio.run, wait()).result()
 
 
 def _values_problem(values: Any, n: int) -> str | None:
@@ -138,6 +184,8 @@ def check_reward(
     def run(name: str, body: Callable[[], str | None]) -> None:
         try:
             problem = body()
+        except _HiddenCoroutine as exc:
+            problem = str(exc)
         except Exception as exc:
             problem = f"raised {type(exc).__name__}: {str(exc)[:300]}"
         results.append(CheckResult(name, problem is None, problem or ""))
@@ -189,6 +237,8 @@ def check_reward(
         t.join(max_seconds)
         if t.is_alive():
             return f"did not return within {max_seconds:g}s when called from a thread"
+        if isinstance(box.get("e"), _HiddenCoroutine):
+            return str(box["e"])
         if "e" in box:
             return f"raised {type(box['e']).__name__} in a thread: {box['e']}"
         return _values_problem(box["v"], 2)
@@ -212,6 +262,26 @@ def check_reward(
     return results
 
 
+def _register_plugin(plugin: Any) -> bool:
+    """Register ``plugin`` in process unless it is loaded already; True if this registered it.
+
+    An installed plugin is loaded by entry point under its entry-point name
+    (``acme``), so it is looked up by module, not by name: pluggy refuses one
+    module under two names.
+    """
+    from . import plugins
+
+    if plugin is None:
+        return False
+    plugins.load_plugins()
+    module = getattr(plugin, "__name__", None)
+    for loaded in plugins.pm.get_plugins():
+        if loaded is plugin or (module and getattr(loaded, "__name__", None) == module):
+            return False
+    plugins.pm.register(plugin, name=module)
+    return True
+
+
 class RewardContract:
     """Subclass in a test module and set ``reward`` (and optionally ``params``,
     ``columns``): pytest collects one test per contract check."""
@@ -219,22 +289,18 @@ class RewardContract:
     reward: Any = None
     params: dict | None = None
     columns: dict | None = None
-    plugin: Any = None  # a plugin module to register in-process first, if any
+    plugin: Any = None  # a plugin module: registered in process unless already loaded
 
     def _results(self) -> dict[str, CheckResult]:
         cache = type(self).__dict__.get("_cache")
         if cache is None:
-            from . import plugins
-
-            registered = False
-            if self.plugin is not None and plugins.pm.get_plugin(getattr(self.plugin, "__name__", "")) is None:
-                plugins.load_plugins()
-                plugins.pm.register(self.plugin, name=self.plugin.__name__)
-                registered = True
+            registered = _register_plugin(self.plugin)
             try:
                 cache = {r.name: r for r in check_reward(self.reward, self.params, self.columns)}
             finally:
                 if registered:
+                    from . import plugins
+
                     plugins.pm.unregister(self.plugin)
             type(self)._cache = cache
         return cache

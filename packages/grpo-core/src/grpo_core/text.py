@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,16 @@ def _content_text(content: Any) -> str:
 def text_reward(func: Callable[..., list]) -> Callable[..., list]:
     """Decorator for rewards that want plain strings: ``completions`` is turned
     into a list of ``str`` before ``func`` sees it. Signature, name and
-    picklability of ``func`` are kept (module-level functions only)."""
+    picklability of ``func`` are kept (module-level functions only), and so is
+    ``async def``: TRL awaits a reward only when it is declared async."""
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def async_wrapper(completions, *args, **kwargs):
+            return await func([completion_text(c) for c in completions], *args, **kwargs)
+
+        return async_wrapper
 
     @functools.wraps(func)
     def wrapper(completions, *args, **kwargs):
