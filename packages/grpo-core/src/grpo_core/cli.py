@@ -16,6 +16,7 @@ COMMANDS = (
     "plugins",
     "rewards",
     "datasets",
+    "prompts",
     "score",
     "check",
     "preflight",

@@ -6,12 +6,13 @@ tasks, ``answer``); the core, not the adapter, builds TRL's ``prompt`` column.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import registry
-from .errors import GrpoError, MissingColumnError, RegistryError
+from .errors import GrpoError, MissingColumnError, RegistryError, UnknownNameError
 from .params import bind_params
 
 if TYPE_CHECKING:  # datasets is heavy; imported only where a dataset is really built
@@ -48,8 +49,19 @@ def load_dataset(name: str, split: str = "train", **params: Any) -> datasets.Dat
 
 
 def list_system_prompts() -> list[registry.Entry]:
+    """Every registered system prompt, sorted by name."""
     reg = registry.system_prompts()
     return [reg.entries[n] for n in reg.names()]
+
+
+def system_prompt_entry(name: str) -> registry.Entry:
+    """The system prompt registered as ``name``; an unknown name is an error that lists
+    the closest names and the command that lists them all."""
+    try:
+        return registry.system_prompts().get(name)
+    except UnknownNameError as exc:
+        message = re.sub(r" List them with `grpo [^`]*`\.$", "", str(exc))
+        raise UnknownNameError(f"{message} List them with `grpo prompts list`.") from None
 
 
 def resolve_system_prompt(value: str | None) -> tuple[str | None, str | None]:
@@ -63,7 +75,7 @@ def resolve_system_prompt(value: str | None) -> tuple[str | None, str | None]:
     if not isinstance(value, str):
         raise GrpoError(f"system_prompt must be text or a registered name, got {value!r}.")
     if registry.NAME_RE.match(value.strip()):
-        entry = registry.system_prompts().get(value.strip())
+        entry = system_prompt_entry(value.strip())
         return entry.obj, entry.extra.get("answer_template")
     return value, None
 
@@ -170,6 +182,6 @@ def check_columns(columns: Iterable[str], rewards: Iterable[Any], dataset_name: 
 
 
 __all__ = [
-    "list_datasets", "load_dataset", "list_system_prompts", "resolve_system_prompt",
+    "list_datasets", "load_dataset", "list_system_prompts", "system_prompt_entry", "resolve_system_prompt",
     "build_prompt", "build_prompts", "check_columns", "RegistryError",
 ]
