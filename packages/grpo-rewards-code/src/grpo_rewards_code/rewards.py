@@ -1,0 +1,275 @@
+"""The code rewards: TRL reward functions over the completion's code.
+
+``code.tests`` and ``code.runs`` run the code in the sandbox (never in this
+process); ``code.format`` only parses it. Module-level functions, so they pickle;
+the sandbox loads on the first call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from grpo_core.text import completion_text
+
+from .extract import Extraction, extract_code, parses
+
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_MEMORY_MB = 1024
+CAUSES = ("no_code", "no_tests", "syntax_error", "error", "memory", "timeout", "output_limit", "crashed", "sandbox_error")
+METRIC = {"no_code": "no_code", "no_tests": "no_tests", "syntax_error": "syntax_errors", "error": "errors", "memory": "memory_errors",
+          "timeout": "timeouts", "output_limit": "output_limits", "crashed": "crashes",
+          "sandbox_error": "sandbox_errors"}
+
+log = logging.getLogger("grpo_rewards_code")
+_reported: set[tuple[str, str]] = set()
+_report_lock = threading.Lock()
+
+
+def _aligned(name: str, completions: Sequence, column: Any) -> list:
+    if isinstance(column, (str, bytes)) or not isinstance(column, Sequence):
+        raise TypeError(f"'{name}' must be a list with one entry per completion (a dataset column), "
+                        f"got {type(column).__name__} {column!r:.80}.")
+    if len(column) != len(completions):
+        raise ValueError(f"'{name}' has {len(column)} entries for {len(completions)} completions; they must align.")
+    return list(column)
+
+
+def tests_of(value: Any) -> tuple[str, ...]:
+    """A row's tests: a list of test snippets (``assert f(1) == 2``), or one string
+    holding a whole test program; None or an empty list means no tests."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+        return tuple(t for t in value if t.strip())
+    raise TypeError(f"a 'tests' value must be a list of test strings (e.g. [\"assert f(1) == 2\"]) or one "
+                    f"string, got {type(value).__name__} {value!r:.100}. Fix the dataset's tests column.")
+
+
+def _setups(completions: Sequence, kwargs: dict) -> list[str]:
+    column = kwargs.get("test_setup")
+    if column is None:
+        return [""] * len(completions)
+    return ["" if s is None else str(s) for s in _aligned("test_setup", completions, column)]
+
+
+def _limits(timeout: float, memory_mb: int):
+    from .jobs import Limits
+
+    return Limits(timeout=timeout, memory_mb=memory_mb)
+
+
+def _settings(timeout, memory_mb, workers, sandbox, endpoint):
+    """Check every parameter, even for an empty batch: a bad value fails when the
+    reward is bound, before any model loads."""
+    from . import sandbox as sb
+
+    limits = _limits(timeout, memory_mb)
+    sb.resolve_workers(workers)
+    choice = sb.check_choice(sandbox, endpoint)
+    return limits, choice
+
+
+def _execute(jobs: list, limits, workers, sandbox, endpoint) -> list:
+    """Results for ``jobs``; identical jobs (a group's repeated completions) run once."""
+    from . import sandbox as sb
+
+    unique: dict = {}
+    for job in jobs:
+        unique.setdefault(job, None)
+    keys = list(unique)
+    for job, result in zip(keys, sb.run(keys, limits, workers, sandbox, endpoint)):
+        unique[job] = result
+    return [unique[job] for job in jobs]
+
+
+def _report(name: str, results: list) -> None:
+    """Sandbox failures are logged once per kind of message: they are not the code's fault."""
+    for r in results:
+        if r is not None and r.status == "sandbox_error":
+            key = (name, r.detail[:80])
+            with _report_lock:
+                if key in _reported:
+                    continue
+                _reported.add(key)
+            log.warning("%s: the sandbox failed, the item scores None (counted in %s/sandbox_errors): %s",
+                        name, name, r.detail)
+
+
+def _log(kwargs: dict, name: str, extractions: list[Extraction], causes: list[str]) -> None:
+    """Causes as TRL metrics (``<name>/timeouts``, ...: counts in this batch; ``no_code``: a
+    share) and per completion (``<name>/cause``, ``<name>/answer``: the code read)."""
+    try:
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric) and causes:
+            for cause in CAUSES:
+                count = sum(c == cause for c in causes)
+                log_metric(f"{name}/{METRIC[cause]}", count / len(causes) if cause.startswith("no_") else float(count))
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):
+            log_extra(f"{name}/cause", list(causes))
+            log_extra(f"{name}/answer", [(e.code or "")[:200] for e in extractions])
+    except Exception:
+        pass
+
+
+def _extract_all(completions: Sequence) -> list[Extraction]:
+    """The code of each completion; code that does not parse is marked, not sent to a sandbox."""
+    out = []
+    for c in completions:
+        e = extract_code(completion_text(c))
+        out.append(e if e.code is None or parses(e.code) else Extraction(e.code, "syntax_error"))
+    return out
+
+
+def tests(
+    completions: list,
+    tests: list,
+    all_or_nothing: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    workers: int | None = None,
+    sandbox: str | None = None,
+    endpoint: str | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """Share of the row's tests that the completion's code passes, run in the sandbox.
+
+    ``score = passed / len(tests)``; with ``all_or_nothing=True``, 1.0 when every
+    test passes, else 0.0. The code is the last fenced Python block (or the
+    ``<answer>`` block, see ``code.format``); ``tests`` is a dataset column, a list
+    of snippets per row (``assert f(2) == 4``), each run on its own after the code
+    (and the optional ``test_setup`` column, e.g. imports). Asserts compare plain
+    values only: an object whose ``__eq__`` always says True passes nothing.
+
+    0.0 when there is no code, it does not parse or nothing passes; tests passed
+    before a timeout, crash or output flood still count. None (no opinion) when the
+    row has no tests or the sandbox itself failed. Every cause is counted in the
+    metrics ``code.tests/timeouts``, ``/sandbox_errors``, ``/crashes``,
+    ``/memory_errors``, ``/output_limits``, ``/syntax_errors``, ``/errors`` and
+    ``/no_code`` and ``/no_tests`` (shares). Limits per run: ``timeout`` seconds of wall clock (the
+    whole process tree is killed), ``memory_mb`` of address space, 16 MB files, 1 MB
+    of output, no network, no new processes. ``workers``: sandboxes at a time
+    (default ``GRPO_CODE_WORKERS`` or the CPUs per process); ``sandbox``: ``auto``
+    (bwrap, else unshare, else rlimits), a backend by name, or ``sandboxfusion``
+    with ``endpoint`` (a remote service).
+    """
+    limits, choice = _settings(timeout, memory_mb, workers, sandbox, endpoint)
+    if not completions:
+        return []
+    rows = [tests_of(t) for t in _aligned("tests", completions, tests)]
+    setups = _setups(completions, kwargs)
+    extractions = _extract_all(completions)
+    from .jobs import Job
+
+    todo = [i for i, (e, t) in enumerate(zip(extractions, rows)) if e.code is not None and not e.why and t]
+    results = _execute([Job(extractions[i].code, rows[i], setups[i]) for i in todo], limits, workers, choice,
+                       endpoint)
+    by_item = dict(zip(todo, results))
+    scores: list[float | None] = []
+    causes: list[str] = []
+    for i, (e, t) in enumerate(zip(extractions, rows)):
+        r = by_item.get(i)
+        if e.code is None:
+            scores.append(0.0)
+            causes.append("no_code")
+        elif not t:
+            scores.append(None)
+            causes.append("no_tests")
+        elif e.why:
+            scores.append(0.0)
+            causes.append(e.why)
+        elif r.status == "sandbox_error":
+            scores.append(None)
+            causes.append("sandbox_error")
+        else:
+            share = r.passed / len(t)
+            scores.append((1.0 if r.passed == len(t) else 0.0) if all_or_nothing else share)
+            causes.append(r.cause)
+    _report("code.tests", results)
+    _log(kwargs, "code.tests", extractions, causes)
+    return scores
+
+
+def runs(
+    completions: list,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    workers: int | None = None,
+    sandbox: str | None = None,
+    endpoint: str | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """1.0 when the completion's code runs to its end without an exception, in the sandbox.
+
+    The code (as ``code.tests`` reads it) runs after the optional ``test_setup``
+    column, with no tests, under the same limits. 0.0 for no code, a syntax error,
+    an exception, a timeout, a crash or an output flood; None when the sandbox
+    itself failed. Causes are counted as in ``code.tests`` (``code.runs/timeouts``,
+    ``/sandbox_errors``, ...). A shaping reward: code that defines a function and
+    never calls it runs; pair it with ``code.tests``.
+    """
+    limits, choice = _settings(timeout, memory_mb, workers, sandbox, endpoint)
+    if not completions:
+        return []
+    setups = _setups(completions, kwargs)
+    extractions = _extract_all(completions)
+    from .jobs import Job
+
+    todo = [i for i, e in enumerate(extractions) if e.code is not None and not e.why]
+    results = _execute([Job(extractions[i].code, (), setups[i]) for i in todo], limits, workers, choice, endpoint)
+    by_item = dict(zip(todo, results))
+    scores: list[float | None] = []
+    causes: list[str] = []
+    for i, e in enumerate(extractions):
+        r = by_item.get(i)
+        if e.code is None:
+            scores.append(0.0)
+            causes.append("no_code")
+        elif e.why:
+            scores.append(0.0)
+            causes.append(e.why)
+        elif r.status == "sandbox_error":
+            scores.append(None)
+            causes.append("sandbox_error")
+        else:
+            scores.append(1.0 if r.ran_clean else 0.0)
+            causes.append(r.cause)
+    _report("code.runs", results)
+    _log(kwargs, "code.runs", extractions, causes)
+    return scores
+
+
+def code_format(completions: list, **kwargs: Any) -> list[float | None]:
+    """1.0 when the completion has code that parses as Python, else 0.0; nothing is run.
+
+    Code: the last ``<answer>…</answer>`` block (its last fenced Python block if it
+    holds one, else its whole text), otherwise the last closed fenced block tagged
+    ``python``/``py``/``python3`` or untagged; blocks in other languages are
+    skipped, an unclosed fence holds no code. It must be non-empty, at most 64,000
+    characters, and ``ast.parse`` (in the trainer: parsing never executes) must
+    accept it. Metric: ``code.format/no_code`` (share without a block).
+    """
+    extractions = _extract_all(completions)
+    scores = [1.0 if e.code is not None and not e.why else 0.0 for e in extractions]
+    causes = [e.why or "ok" for e in extractions]
+    try:
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric) and causes:
+            log_metric("code.format/no_code", sum(e.code is None for e in extractions) / len(causes))
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra):
+            log_extra("code.format/cause", causes)
+            log_extra("code.format/answer", [(e.code or "")[:200] for e in extractions])
+    except Exception:
+        pass
+    return scores
+
+
+REWARDS = {"code.tests": tests, "code.runs": runs, "code.format": code_format}
+
+__all__ = ["tests", "runs", "code_format", "REWARDS", "tests_of"]

@@ -1,0 +1,191 @@
+"""The sandbox: run untrusted Python (a completion's code plus a row's tests) in
+separate, confined processes, several at a time.
+
+``run(jobs, limits, workers, sandbox)`` returns one :class:`Result` per
+:class:`Job`. ``sandbox`` picks the isolation: ``auto`` (the default, or
+``GRPO_CODE_SANDBOX``) takes the strongest that works on this host, found by
+running a trivial job through each: ``bwrap`` (bubblewrap), else ``unshare``
+(unprivileged user namespaces), else ``rlimits`` alone, with a one-time warning
+that names what is missing. Naming a backend that does not work here is an
+error that says why. ``sandboxfusion`` sends the jobs to a SandboxFusion-style
+HTTP service (``endpoint=``, or ``GRPO_CODE_ENDPOINT``) instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Sequence
+
+from . import backends
+from .jobs import Job, Limits, Result
+
+ENV_BACKEND = "GRPO_CODE_SANDBOX"
+ENV_WORKERS = "GRPO_CODE_WORKERS"
+ENV_ENDPOINT = "GRPO_CODE_ENDPOINT"
+MAX_DEFAULT_WORKERS = 16
+CHOICES = ("auto", *backends.NAMES, "sandboxfusion")
+PROBE = (Job("x = 1", ("assert x == 1",)), Limits(timeout=30.0))
+
+log = logging.getLogger("grpo_rewards_code")
+_lock = threading.Lock()
+_probes: dict[str, tuple[str | None, dict]] = {}
+_warned: set[str] = set()
+
+
+class SandboxWarning(UserWarning):
+    """The sandbox runs with less isolation than this host could give."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """A sandbox that was asked for by name does not work on this host."""
+
+
+def default_workers() -> int:
+    """``GRPO_CODE_WORKERS``, else usable CPUs divided by ``LOCAL_WORLD_SIZE`` (processes
+    per host under torchrun/accelerate), at most 16."""
+    env = os.environ.get(ENV_WORKERS, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"{ENV_WORKERS}={env!r} must be a positive integer (sandboxes at a time).")
+        return n
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        per_host = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        per_host = 1
+    return max(1, min(MAX_DEFAULT_WORKERS, cpus // per_host))
+
+
+def resolve_workers(workers: int | None) -> int:
+    if workers is None:
+        return default_workers()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r}: give a positive number of sandboxes at a time, or None.")
+    return workers
+
+
+def check_choice(sandbox: str | None, endpoint: str | None = None) -> str:
+    """The sandbox name in force (argument, else ``GRPO_CODE_SANDBOX``, else auto), checked."""
+    name = sandbox or os.environ.get(ENV_BACKEND, "").strip() or "auto"
+    if name not in CHOICES:
+        raise ValueError(f"sandbox={name!r}: choose one of {', '.join(CHOICES)} "
+                         f"(auto = the strongest that works here).")
+    if name == "sandboxfusion" and not (endpoint or os.environ.get(ENV_ENDPOINT)):
+        raise ValueError("sandbox='sandboxfusion' needs endpoint='http://HOST:PORT' (the service's base URL) "
+                         f"or {ENV_ENDPOINT}.")
+    return name
+
+
+def probe(name: str) -> str | None:
+    """None when backend ``name`` runs a trivial job on this host, else why it does not."""
+    with _lock:
+        if name in _probes:
+            return _probes[name][0]
+    reason = backends.missing_tool(name)
+    layers: dict = {}
+    if reason is None:
+        from .runner import run_jobs
+
+        job, limits = PROBE
+        res = run_jobs([job], backends.Backend(name), limits, 1)[0]
+        layers = res.layers
+        if res.status != "ok" or res.tests != ["pass"]:
+            reason = res.detail or f"the test job ended '{res.cause}'"
+        elif name == "unshare" and layers.get("chroot") != "1":
+            reason = "the private root was not built"
+    with _lock:
+        _probes[name] = (reason, layers)
+    return reason
+
+
+def layers(name: str) -> dict:
+    """The harness's layers a probe of ``name`` reported (``seccomp``, ``caps``, ``chroot``)."""
+    probe(name)
+    return dict(_probes[name][1])
+
+
+def backend(name: str | None = None) -> backends.Backend:
+    """The local backend to use (see the module docstring)."""
+    name = check_choice(name)
+    if name == "sandboxfusion":
+        raise ValueError("sandbox='sandboxfusion' is remote; use grpo_rewards_code.remote.")
+    if name != "auto":
+        reason = probe(name)
+        if reason:
+            raise SandboxUnavailable(f"sandbox '{name}' does not work on this host: {reason}. "
+                                     f"Use sandbox='auto' to take the strongest one that does.")
+        return backends.Backend(name)
+    reasons = {}
+    for candidate in ("bwrap", "unshare"):
+        reasons[candidate] = probe(candidate)
+        if reasons[candidate] is None:
+            _note_once(candidate, reasons)
+            return backends.Backend(candidate)
+    reason = probe("rlimits")
+    if reason:
+        raise SandboxUnavailable(f"no sandbox works on this host; even a plain child process failed: {reason}")
+    _note_once("rlimits", reasons)
+    return backends.Backend("rlimits")
+
+
+def _note_once(name: str, reasons: dict) -> None:
+    with _lock:
+        if name in _warned:
+            return
+        _warned.add(name)
+    seccomp = _probes[name][1].get("seccomp") == "1"
+    if name == "bwrap":
+        log.info("grpo-rewards-code: sandbox 'bwrap' (bubblewrap namespaces%s)", ", seccomp" if seccomp else "")
+        return
+    why = "; ".join(f"{k}: {v}" for k, v in reasons.items() if v)
+    if name == "unshare":
+        log.info("grpo-rewards-code: sandbox 'unshare' (%s)", why)
+        return
+    kept = ("seccomp still refuses sockets, new processes and signals to other processes"
+            if seccomp else "no seccomp filter either: it can also open sockets, start processes and signal "
+            "your processes")
+    warnings.warn(
+        f"grpo-rewards-code runs model code with resource limits only ({why}). Without namespaces "
+        f"the code can read and write your files under your user; {kept}. Install bubblewrap "
+        f"(apt-get install bubblewrap) or allow unprivileged user namespaces "
+        f"(sysctl kernel.unprivileged_userns_clone=1; in Docker, a seccomp profile that permits them).",
+        SandboxWarning, stacklevel=3)
+
+
+def run(jobs: Sequence[Job], limits: Limits | None = None, workers: int | None = None,
+        sandbox: str | None = None, endpoint: str | None = None) -> list[Result]:
+    """Run ``jobs``; one Result each, in order. Never raises for what the code does."""
+    limits = limits or Limits()
+    n = resolve_workers(workers)
+    name = check_choice(sandbox, endpoint)
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    if name == "sandboxfusion":
+        from . import remote
+
+        return remote.run_jobs(jobs, endpoint or os.environ[ENV_ENDPOINT], limits, n)
+    from .runner import run_jobs
+
+    return run_jobs(jobs, backend(name), limits, n)
+
+
+def reset() -> None:
+    """Forget probe results and warnings (tests; after installing bubblewrap)."""
+    with _lock:
+        _probes.clear()
+        _warned.clear()
+
+
+__all__ = ["run", "backend", "probe", "layers", "default_workers", "resolve_workers", "check_choice",
+           "SandboxWarning", "SandboxUnavailable", "reset", "Job", "Limits", "Result"]
