@@ -14,6 +14,7 @@ from .errors import GrpoError, PluginWarning
 
 COMMANDS = (
     "plugins",
+    "plugin",
     "rewards",
     "datasets",
     "prompts",

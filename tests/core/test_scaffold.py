@@ -1,0 +1,166 @@
+"""`grpo plugin new`: the names it derives, what it refuses, and the package it
+writes really installing, passing its own tests, `grpo rewards check` and a
+two-step training run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from grpo_core.errors import GrpoError
+from grpo_core.scaffold import PluginNames, create, plugin_names, render
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name, names", [
+    ("acme", PluginNames("grpo-acme", "grpo_acme", "acme")),
+    ("my-rewards", PluginNames("grpo-my-rewards", "grpo_my_rewards", "my_rewards")),
+    ("my_rewards", PluginNames("grpo-my-rewards", "grpo_my_rewards", "my_rewards")),
+    ("grpo-my-rewards", PluginNames("grpo-my-rewards", "grpo_my_rewards", "my_rewards")),
+    ("med2", PluginNames("grpo-med2", "grpo_med2", "med2")),
+])
+def test_names_follow_the_plugin_conventions(name, names):
+    assert plugin_names(name) == names
+
+
+@pytest.mark.parametrize("bad", ["Acme", "2fast", "my--rewards", "acme.x", "my rewards", "-acme", ""])
+def test_a_bad_name_is_refused_with_the_rule(bad):
+    with pytest.raises(GrpoError) as info:
+        plugin_names(bad)
+    assert str(info.value).startswith(f"plugin name {bad!r} must be lower-case letters and digits")
+    assert "(e.g. 'acme' or 'my-rewards')" in str(info.value)
+
+
+def test_an_existing_directory_is_never_overwritten(tmp_path):
+    target = tmp_path / "grpo-acme"
+    target.mkdir()
+    (target / "mine.py").write_text("keep me")
+    with pytest.raises(GrpoError) as info:
+        create("acme", target)
+    assert str(info.value) == (f"{target} already exists; grpo plugin new writes a new directory and never "
+                               f"overwrites one. Remove it, or give another path with --dir.")
+    assert [p.name for p in target.iterdir()] == ["mine.py"]
+    assert (target / "mine.py").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("name, owner", [("math", "grpo-rewards-math"), ("length", "grpo-rewards-format"),
+                                         ("datasets", "grpo-datasets")])
+def test_a_namespace_of_ours_is_refused(tmp_path, name, owner):
+    with pytest.raises(GrpoError) as info:
+        create(name, tmp_path / "out")
+    assert str(info.value).startswith(f"the reward namespace '{name}' belongs to {owner}")
+    assert f"Pick another NAME, e.g. 'acme-{name}'." in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_namespace_an_installed_plugin_uses_is_refused(tmp_path, monkeypatch):
+    from .fakedist import REWARD_MODULE, make_dist
+
+    site = tmp_path / "site"
+    make_dist(site, "zeta-rewards", {"zeta": "zeta_rewards"},
+              {"zeta_rewards": REWARD_MODULE.format(func="z", name="zeta.z", desc="z")})
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(GrpoError, match="^the reward namespace 'zeta' belongs to zeta-rewards"):
+        create("zeta", tmp_path / "out")
+
+
+def test_the_package_has_the_entry_point_a_formula_and_contract_tests():
+    files = render(plugin_names("my-rewards"))
+    assert sorted(files) == ["README.md", "pyproject.toml", "src/grpo_my_rewards/__init__.py",
+                             "tests/test_contract.py", "train.yaml"]
+    pyproject = files["pyproject.toml"]
+    assert '\nname = "grpo-my-rewards"\n' in pyproject
+    assert '\n[project.entry-points.grpo]\nmy_rewards = "grpo_my_rewards"\n' in pyproject
+    assert '\ndependencies = ["grpo-core>=0.1"]\n' in pyproject
+    module = files["src/grpo_my_rewards/__init__.py"]
+    assert '"""Full marks up to max_words words, then less: min(1, max(0, 2 - words / max_words)).' in module
+    assert 'register("my_rewards.concise", concise)' in module
+    tests = files["tests/test_contract.py"]
+    assert "class TestConciseContract(RewardContract):" in tests
+    assert 'reward = "my_rewards.concise"' in tests and "plugin = grpo_my_rewards" in tests
+
+
+def test_the_cli_writes_the_package_and_says_what_to_run_next(tmp_path, capsys):
+    from grpo_core.cli import main
+
+    assert main(["plugin", "new", "acme-x", "--dir", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (f"Created {tmp_path / 'p'}/: distribution grpo-acme-x, module grpo_acme_x, "
+                                   f"rewards acme_x.*")
+    assert f'  pip install -e "{tmp_path / "p"}[test]"' in out
+    assert "  grpo rewards check acme_x.concise\n" in out
+    assert (tmp_path / "p" / "src" / "grpo_acme_x" / "__init__.py").is_file()
+    assert main(["plugin", "new", "acme-x", "--dir", str(tmp_path / "p")]) == 2  # and not again
+    assert "already exists" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- installed for real
+
+
+def _venv_on_this_env(path: Path) -> Path:
+    """A throwaway venv that sees this environment's packages (like --system-site-packages
+    would for a system Python), so nothing is downloaded and this env stays as it was."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in sorted(here))
+    Path(purelib, "_this_env.pth").write_text(lines)
+    return python
+
+
+def _run(python: Path, *args: str, cwd: Path, timeout: int = 180) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("GRPO_PLUGINS", "PYTHONPATH")}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    out = subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, f"{' '.join(args)} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def test_a_scaffolded_plugin_installs_next_to_a_plain_grpo_core_and_passes_tests_check_and_training(
+        tmp_path, tiny_model):
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    _, pkg, _ = create("my-rewards", tmp_path / "grpo-my-rewards")
+    python = _venv_on_this_env(tmp_path / "venv")
+    pip = ("-m", "pip", "install", "-q", "--no-index", "--no-build-isolation")
+    # grpo-core as the README installs it (a plain, non-editable install from the checkout),
+    # then the plugin as its README says; its dependency on grpo-core is met, not downloaded
+    _run(python, *pip, "--no-deps", str(ROOT / "packages" / "grpo-core"), cwd=tmp_path)
+    _run(python, *pip, "-e", str(pkg), cwd=tmp_path)
+    core = _run(python, "-c", "import grpo_core; print(grpo_core.__file__)", cwd=tmp_path).stdout
+    assert str(tmp_path / "venv") in core  # the installed copy, not the checkout's
+
+    # every installed plugin loads (GRPO_PLUGINS unset), as on the author's machine
+    tests = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=pkg)
+    assert "11 passed" in tests.stdout  # 9 contract checks and the two value tests
+    check = _run(python, "-m", "grpo_core", "rewards", "check", "my_rewards.concise", "--max_words", "40",
+                 cwd=pkg)
+    assert check.stdout.splitlines()[-1] == "9 passed, 0 failed"
+    listed = json.loads(_run(python, "-m", "grpo_core", "rewards", "list", "--json", cwd=pkg).stdout)
+    assert {"name": "my_rewards.concise", "distribution": "grpo-my-rewards"}.items() <= next(
+        r for r in listed if r["name"] == "my_rewards.concise").items()
+
+    # the package's own train.yaml, shrunk to two steps of the tiny model (grpo check runs first)
+    train = _run(python, "-m", "grpo_core", "train", "train.yaml", "--model.id", str(tiny_model),
+                 "--max_steps", "2", "--per_device_train_batch_size", "4", "--num_generations", "4",
+                 "--max_completion_length", "8", "--save_strategy", "no", "--report_to", "none",
+                 "--output_dir", str(tmp_path / "out"), cwd=pkg)
+    assert "grpo check: ok" in train.stdout
+    steps = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in steps if "reward" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert {"rewards/my_rewards.concise/mean", "rewards/math.correctness/mean"} <= set(steps[0])
+    assert (tmp_path / "out" / "adapter" / "adapter_config.json").is_file()
+
+    with pytest.raises(PackageNotFoundError):  # this environment never saw it
+        distribution("grpo-my-rewards")
