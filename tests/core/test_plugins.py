@@ -21,7 +21,8 @@ def site(tmp_path):
 
 
 def _names(stdout: str) -> list[str]:
-    return [r["name"] for r in json.loads(stdout)]
+    """The plugins' names (the core's own model.classifier is always there)."""
+    return [r["name"] for r in json.loads(stdout) if r["plugin"] != "grpo_core.builtins"]
 
 
 def test_installed_plugins_are_found_by_entry_point(site):
@@ -137,9 +138,11 @@ def test_misspelt_hook_fails_loudly_without_taking_others_down(site):
     assert "unknown hook 'register_reward' (did you mean 'register_rewards'?)" in out.stderr
 
 
-def test_core_alone_lists_no_rewards_and_says_how_to_get_some():
+def test_core_alone_lists_only_its_reward_model_and_says_how_to_get_more():
     out = run_grpo(["rewards", "list"], plugins="")
     assert out.returncode == 0
+    rows = [line.split()[0] for line in out.stdout.splitlines()[2:] if line.strip()]
+    assert rows[0] == "model.classifier" and "grpo-core" in out.stdout
     assert "No rewards registered" in out.stdout and "pip install" in out.stdout
 
 

@@ -87,7 +87,7 @@ def test_good_specs_parse(spec, expected):
     ("math.correctness:two", "weight 'two' in reward spec 'math.correctness:two' is not a number"),
     ("math.correctness:1:2", "is not a number"),
     ("correctness", "not of the form <namespace>.<name>"),
-    ("Math.Correctness", "not of the form <namespace>.<name>"),
+    ("Math-Correctness", "not of the form <namespace>.<name>"),  # Math.Correctness could be an import path
     ("length.ideal(300)", "must be key=value pairs"),
     ("length.ideal(target=300", "unclosed '('"),
     ("length.ideal(target=__import__('os').getcwd())", "is not a Python literal"),
@@ -196,9 +196,13 @@ def test_unknown_reward_from_a_known_plugin_says_what_to_install(plugin_manager,
     assert "pip install grpo-rewards-math" in str(info.value)
 
 
-def test_same_reward_twice_in_one_composition_is_rejected(acme):
+def test_same_reward_twice_is_logged_apart_by_its_parameters_and_rejected_when_identical(acme):
+    funcs, weights = grpo_core.compose_rewards(["acme.length:1", "acme.length(target=2):0.5"])
+    assert [f.__name__ for f in funcs] == ["acme.length", "acme.length(target=2)"] and weights == [1.0, 0.5]
+    funcs, _ = grpo_core.compose_rewards([{"name": "acme.length", "as": "short"}, "acme.length"])
+    assert [f.__name__ for f in funcs] == ["short", "acme.length"]
     with pytest.raises(SpecError, match="listed twice"):
-        grpo_core.compose_rewards(["acme.length:1", "acme.length(target=2):1"])
+        grpo_core.compose_rewards(["acme.length(target=2):1", "acme.length(target=2):3"])
 
 
 def test_two_plugins_registering_one_name_is_an_error_naming_both_when_used(register_plugin, acme):

@@ -18,3 +18,19 @@ def register_system_prompts(register):
         description="Step-by-step reasoning, final line 'Answer: <answer>' (no tags)",
         answer_template="Answer: {answer}",
     )
+
+
+@hookimpl
+def register_rewards(register):
+    from .reward_model import classifier
+
+    register("model.classifier", classifier,
+             description="A sequence-classification reward model's score (logit 0) on prompt + completion")
+
+
+@hookimpl
+def register_datasets(register):
+    from .trl_compat import trl_dataset
+
+    register("trl", trl_dataset, description="A dataset as `trl grpo` loads it: dataset_name (hub id or local path) "
+             "or a datasets: mixture; keeps its prompt column")

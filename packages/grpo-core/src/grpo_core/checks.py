@@ -28,7 +28,11 @@ from typing import Any
 GOLD_LIMIT = 2_000
 PROBE_ROWS = 16
 PASS_SHARE = 0.99
-_CORRECTNESS_SUFFIXES = (".correctness", ".accuracy", ".exact", ".numeric", ".tests")
+_CORRECTNESS_SUFFIXES = (".correctness", ".accuracy", ".exact", ".numeric", ".tests", "accuracy_reward")
+# the ideal completion for a dataset in TRL's format (a prompt column, no template known):
+# reasoning in think tags, then the boxed answer, as TRL's think_format_reward and
+# accuracy_reward (which reads LaTeX/boxed answers only) expect
+TRL_TEMPLATE = "<think>\n{rationale}\n</think>\n\\boxed{{{answer}}}"
 
 
 def is_correctness(name: str) -> bool:
@@ -50,7 +54,11 @@ class ProbeRow:
 
     @property
     def question(self) -> str:
-        return str(self.row.get("question", ""))
+        if "question" in self.row:
+            return str(self.row["question"])
+        prompt = self.row.get("prompt")  # TRL's format: text, or messages ending with the user's
+        return str(prompt[-1].get("content", "") if isinstance(prompt, list) and prompt else prompt or "")
+
 
     def fill(self, answer: str, reasoning: str | None = None) -> str:
         """The template with ``answer`` (and ``reasoning`` as the rationale where the
@@ -65,6 +73,11 @@ class ProbeRow:
             return with_rationale.format_map({**_Blank(row), "rationale": reasoning})
         text = _example_answer({**row, "rationale": row.get("rationale") or ""}, self.template)
         return f"{reasoning}\n{text}" if reasoning is not None else text
+
+
+def gold_of(row: dict) -> str:
+    """The gold answer: grpo's ``answer`` column, else TRL's ``solution``."""
+    return str(row.get("answer", row.get("solution", "")))
 
 
 class _Blank(dict):
@@ -144,8 +157,9 @@ def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[li
     columns = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in ("prompt", "completion")}
     prompts = [r.get("prompt") for r in rows]
     extras: dict[str, list] = {}
-    per = [call_reward(f, completions, columns, prompts,
-                       log_extra=lambda name, values: extras.setdefault(name, list(values)))
+    per = [[None] * len(texts) if getattr(getattr(f, "func", f), "grpo_needs_model", False)  # a reward model
+           else call_reward(f, completions, columns, prompts,
+                            log_extra=lambda name, values: extras.setdefault(name, list(values)))
            for f in funcs]
     return per, extras
 
@@ -169,7 +183,7 @@ class GoldResult:
 
 
 def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResult]:
-    probes = [ProbeRow(r, str(r.get("answer", "")), "", template) for r in rows]
+    probes = [ProbeRow(r, gold_of(r), "", template) for r in rows]
     texts = [p.fill(p.gold) for p in probes]
     per, extras = _score(funcs, texts, rows)
     out = []
@@ -197,7 +211,7 @@ class ProbeResult:
 def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], template,
                probes: Sequence[Probe]) -> tuple[dict[str, float], float, list[ProbeResult]]:
     """(gold means per reward, gold total, one result per probe)."""
-    built = [ProbeRow(r, str(r.get("answer", "")), wrong_answer(str(r.get("answer", ""))), template) for r in rows]
+    built = [ProbeRow(r, gold_of(r), wrong_answer(gold_of(r)), template) for r in rows]
     texts = [b.fill(b.gold) for b in built]
     groups = [texts] + [[p.build(b) for b in built] for p in probes]
     per, _ = _score(funcs, [t for g in groups for t in g], [r for _ in groups for r in rows])
@@ -299,6 +313,8 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
 
     d = cfg.dataset
     template = d.answer_template or resolve_system_prompt(d.system_prompt)[1]
+    if template is None and "question" not in train_ds.column_names:
+        template = TRL_TEMPLATE
     stages = ([(p.section.name, p.funcs, p.weights, p.args.seed) for p in plans] if plans is not None
               else _stages(cfg, train_ds.column_names))
     reports = []

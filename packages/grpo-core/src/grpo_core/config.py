@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,21 +49,6 @@ REMOVED: dict[str, str] = {
     "warmup_ratio": "removed in transformers 5: warmup_steps takes a ratio when below 1 (warmup_steps: 0.05)",
     "vllm_guided_decoding_regex": "renamed: use vllm_structured_outputs_regex",
     "wandb_log_unique_prompts": "renamed: use log_unique_prompts",
-    "model_name_or_path": "use model.id (the model section: model: {id: ...})",
-    "torch_dtype": "use model.dtype",
-    "dtype": "use model.dtype",
-    "attn_implementation": "use model.attn_implementation",
-    "model_revision": "use model.revision",
-    "use_peft": "use the lora section (lora: {r: 16, ...}; leave it out for a full fine-tune)",
-    "lora_r": "use lora.r",
-    "lora_alpha": "use lora.lora_alpha",
-    "lora_dropout": "use lora.lora_dropout",
-    "lora_target_modules": "use lora.target_modules",
-    "dataset_name": "use the dataset section: dataset: {name: gsm8k, params: {...}}",
-    "dataset_config": "use dataset.params",
-    "dataset_train_split": "use dataset.split",
-    "dataset_test_split": "use dataset.eval_split",
-    "reward_funcs": "use the rewards section: rewards: ['math.correctness:2.0', ...]",
     "system_prompt": "use dataset.system_prompt",
 }
 
@@ -79,6 +65,8 @@ class ModelSection:
     generation_threads: int | None = None
     # static KV cache + compiled decoding while sampling: auto (on CUDA), true, false
     fast_generation: bool | str = "auto"
+    # bitsandbytes quantization, TRL's ModelConfig fields (load_in_4bit, bnb_4bit_quant_type, ...)
+    quantization: dict | None = None
 
 
 @dataclass
@@ -387,6 +375,30 @@ def _check_rewards(specs: Any, where: str) -> list:
     return specs
 
 
+def _take_trl_args(raw: dict, cli_args: list[str], cli_names: set[str]) -> None:
+    """`trl grpo`'s script/model/dataset flags on the command line (--model_name_or_path
+    X, --reward_funcs a b) join the YAML's before translation; GRPOConfig's stay."""
+    from .trl_compat import KEYS
+
+    if not cli_names & set(KEYS):
+        return
+    kept, i = [], 0
+    while i < len(cli_args):
+        name = cli_args[i][2:]
+        j = i + 1
+        while j < len(cli_args) and not cli_args[j].startswith("--"):
+            j += 1
+        values = [_yaml_value(v) for v in cli_args[i + 1:j]]
+        if name in KEYS:
+            raw[name] = values if name in ("reward_funcs", "lora_target_modules", "lora_modules_to_save") else (
+                values[0] if len(values) == 1 else (True if not values else values))
+            cli_names.discard(name)
+        else:
+            kept += cli_args[i:j]
+        i = j
+    cli_args[:] = kept
+
+
 def _check_training(values: dict, where: str, known: dict) -> None:
     for key in values:
         if key not in known:
@@ -407,6 +419,10 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     for key, value in env.items():
         os.environ[str(key)] = str(value)
 
+    from .trl_compat import translate
+
+    _take_trl_args(raw, cli_args, cli_names)
+    translate(raw)
     known = set(grpo_fields())
     training = {k: v for k, v in raw.items() if k not in SECTIONS}
     _check_training(training, "", known)
@@ -431,6 +447,11 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     model.dtype = normalize_dtype(model.dtype)
 
     check_model_id(model.id)
+    if model.quantization and importlib.util.find_spec("bitsandbytes") is None:
+        raise ConfigError(
+            f"model.quantization {model.quantization} (load_in_4bit / load_in_8bit) needs bitsandbytes and a CUDA "
+            "GPU: pip install bitsandbytes, or drop load_in_4bit / load_in_8bit."
+        )
 
     lora, merge = _lora(raw.get("lora"))
     if merge and lora is None:

@@ -133,6 +133,8 @@ def build_prompts(
     text, registered_template = resolve_system_prompt(system_prompt)
     template = answer_template or registered_template
     columns = dataset.column_names
+    if "question" not in columns and "prompt" in columns:
+        return _keep_prompts(dataset, text, few_shot)
     if "question" not in columns:
         raise MissingColumnError(
             f"cannot build prompts: the dataset has no 'question' column; it has {', '.join(columns)}."
@@ -163,6 +165,26 @@ def build_prompts(
     if "prompt" in columns:
         dataset = dataset.remove_columns("prompt")
     return dataset.map(add, batched=True, batch_size=10_000, desc="Building prompts")
+
+
+def _keep_prompts(dataset: datasets.Dataset, system_text: str | None, few_shot) -> datasets.Dataset:
+    """A dataset in TRL's own format (a ``prompt`` column, text or messages) keeps its
+    prompts; a configured system prompt is put first in conversational ones."""
+    if few_shot:
+        raise GrpoError("few_shot needs a 'question' column; this dataset has TRL's 'prompt' column only. "
+                        "Put the examples in the prompts, or set few_shot: 0.")
+    if not system_text:
+        return dataset
+
+    def add(batch):
+        out = []
+        for p in batch["prompt"]:
+            if isinstance(p, list) and not (p and p[0].get("role") == "system"):
+                p = [{"role": "system", "content": system_text}, *p]
+            out.append(p)
+        return {"prompt": out}
+
+    return dataset.map(add, batched=True, batch_size=10_000, desc="Adding the system prompt")
 
 
 def check_columns(columns: Iterable[str], rewards: Iterable[Any], dataset_name: str = "the dataset") -> None:

@@ -24,6 +24,7 @@ KNOWN_NAMESPACES = {
     "format": "grpo-rewards-format",
     "length": "grpo-rewards-format",
     "repetition": "grpo-rewards-format",
+    "code": "grpo-rewards-code",
 }
 KNOWN_DATASETS = {
     name: "grpo-datasets" for name in ("gsm8k", "math", "medcalc", "files", "hub", "arithmetic")

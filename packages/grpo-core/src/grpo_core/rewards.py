@@ -1,7 +1,12 @@
 """Rewards by name: ``get_reward``, ``compose_rewards`` and the spec syntax.
 
-A spec is ``"name"``, ``"name:weight"`` or ``"name(key=value, ...):weight"``;
-values are Python literals read with ``ast.literal_eval`` (never evaluated).
+A spec is ``REF``, ``REF:weight`` or ``REF(key=value, ...):weight``, optionally
+followed by ``when <reward> <op> <number>`` (see :mod:`grpo_core.gating`). REF is
+a registered name (``math.correctness``), a function in a file
+(``my_rewards.py:has_digit``) or in a module (TRL's ``my_lib.rewards.has_digit``,
+when no plugin registered that name); see
+:mod:`grpo_core.local_rewards`. Values are Python literals read with
+``ast.literal_eval`` (never evaluated).
 """
 
 from __future__ import annotations
@@ -33,10 +38,14 @@ class Reward:
             cls = AsyncReward  # TRL runs async rewards concurrently; keep them async
         return super().__new__(cls)
 
-    def __init__(self, name: str, func: Callable, params: dict | None = None, description: str = ""):
-        self.__name__ = name
-        self.__qualname__ = name
+    def __init__(self, name: str, func: Callable, params: dict | None = None, description: str = "",
+                 logged_name: str | None = None):
+        self.__name__ = logged_name or name
+        self.__qualname__ = self.__name__
         self.name = name
+        self.condition = None  # gating: counts only where condition holds on self.gate's score
+        self.gate = None
+        self.memo = None  # set when another reward is gated on this one
         self.func = func
         self.description = description
         _, required, var_kw = split_signature(func)
@@ -54,14 +63,24 @@ class Reward:
         return kwargs
 
     def __call__(self, completions=None, **kwargs):
-        return self.func(completions, **self._bind(kwargs))
+        if self.memo is not None:  # a gate: scored once per batch
+            return self.memo.scores(completions, kwargs)
+        values = self.call_unmemoized(completions, **kwargs)
+        if self.condition is not None:
+            from .gating import gate_values
+
+            values = gate_values(list(values), self.gate.memo.scores(completions, kwargs), self.condition)
+        return values
+
+    def call_unmemoized(self, completions=None, **kwargs):
+        return self.func(completions, **self._bind(dict(kwargs)))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"Reward({self.name}({args}))" if args else f"Reward({self.name})"
 
     def __reduce__(self):
-        return (Reward, (self.name, self.func, self.params, self.description))
+        return (Reward, (self.name, self.func, self.params, self.description, self.__name__))
 
 
 class AsyncReward(Reward):
@@ -77,13 +96,27 @@ def _target(func: Callable) -> Callable:
 
 @dataclass(frozen=True)
 class RewardSpec:
-    name: str
+    name: str  # as written: a registered name, file.py:func or module.func
     params: dict[str, Any] = field(default_factory=dict)
     weight: float = 1.0
+    when: Any = None  # a gating.Condition
+    alias: str | None = None  # the logged name, when given (YAML 'as:')
 
     def __str__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{self.name}({args}):{self.weight:g}" if args else f"{self.name}:{self.weight:g}"
+        text = f"{self.name}({args}):{self.weight:g}" if args else f"{self.name}:{self.weight:g}"
+        return text + (f" when {self.when}" if self.when is not None else "")
+
+    def as_config(self) -> str | dict:
+        """What config.yaml records: the string form, or a mapping when it has an alias."""
+        if self.alias is None:
+            return str(self)
+        out: dict[str, Any] = {"name": self.name, "weight": self.weight, "as": self.alias}
+        if self.params:
+            out["params"] = dict(self.params)
+        if self.when is not None:
+            out["when"] = str(self.when)
+        return out
 
 
 _WEIGHT_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -122,8 +155,9 @@ def _close_paren(spec: str, start: int) -> int:
 
 
 def parse_spec(spec: str | dict | RewardSpec) -> RewardSpec:
-    """Parse ``"name"``, ``"name:w"``, ``"name(k=v, ...):w"`` or a dict
-    ``{"name": ..., "weight": ..., "params": {...}}``."""
+    """Parse ``"REF"``, ``"REF:w"``, ``"REF(k=v, ...):w"``, each optionally followed by
+    ``when <reward> <op> <number>``, or a mapping ``{"name": ..., "weight": ...,
+    "params": {...}, "when": ..., "as": ...}``."""
     if isinstance(spec, RewardSpec):
         return spec
     if isinstance(spec, dict):
@@ -135,31 +169,52 @@ def parse_spec(spec: str | dict | RewardSpec) -> RewardSpec:
         raise SpecError("empty reward spec; write a reward name such as 'math.correctness'.")
     if len(text) > MAX_SPEC_CHARS:
         raise SpecError(f"reward spec of {len(text)} characters is longer than {MAX_SPEC_CHARS}.")
-    weight = 1.0
+    name, rest = _split_name(text)
     params: dict[str, Any] = {}
-    paren = text.find("(")
-    if paren >= 0:
-        end = _close_paren(text, paren)
-        name, tail = text[:paren].strip(), text[end + 1 :].strip()
-        params = _parse_args(text[paren : end + 1], text)
-        if tail:
-            if not tail.startswith(":"):
-                raise SpecError(f"unexpected {tail!r} after ')' in reward spec {spec!r}; only ':weight' may follow.")
-            weight = _parse_weight(tail[1:], spec)
-    else:
-        name, sep, w = text.partition(":")
-        name = name.strip()
-        if sep:
-            weight = _parse_weight(w, spec)
+    if rest.startswith("("):
+        end = _close_paren(rest, 0)
+        params = _parse_args(rest[: end + 1], text)
+        rest = rest[end + 1 :]
+    head, *cond = _WHEN_SPLIT_RE.split(rest, maxsplit=1)
+    head = head.strip()
+    weight = 1.0
+    if head:
+        if not head.startswith(":"):
+            raise SpecError(f"unexpected {head!r} in reward spec {spec!r}; only ':weight' may follow the name "
+                            f"(and then 'when <reward> >= <number>').")
+        weight = _parse_weight(head[1:], spec)
     _check_name(name, spec)
-    return RewardSpec(name, params, weight)
+    return RewardSpec(name, params, weight, _condition(cond[0], text) if cond else None)
+
+
+_WHEN_SPLIT_RE = re.compile(r"(?:^|\s+)when\s+")
+
+
+def _split_name(text: str) -> tuple[str, str]:
+    """(the reference, the rest): ``file.py:func`` keeps its colon."""
+    from .local_rewards import LOCAL_REF_RE
+
+    m = LOCAL_REF_RE.match(text)
+    if m:
+        return m["ref"].strip(), text[m.end():].strip()
+    m = re.match(r"[^\s(:]*", text)
+    return m.group(0), text[m.end():].strip()
+
+
+def _condition(text: str, spec: str):
+    from .gating import parse_condition
+
+    return parse_condition(text, spec)
 
 
 def _check_name(name: str, spec: str) -> None:
-    if not registry.DOTTED_NAME_RE.match(name):
+    from .local_rewards import IMPORT_PATH_RE, is_local_ref
+
+    if not (registry.DOTTED_NAME_RE.match(name) or IMPORT_PATH_RE.match(name) or is_local_ref(name)):
         raise SpecError(
-            f"reward name {name!r} in spec {spec!r} is not of the form <namespace>.<name> in "
-            f"lower case (e.g. 'format.xml_strict')."
+            f"reward {name!r} in spec {spec!r} is not of the form <namespace>.<name> in lower case "
+            f"(a registered reward, e.g. 'format.xml_strict'), nor a function of your own "
+            f"(my_rewards.py:has_digit or my_lib.rewards.has_digit)."
         )
 
 
@@ -187,10 +242,10 @@ def _parse_args(args: str, spec: str) -> dict[str, Any]:
 
 
 def _from_dict(spec: dict) -> RewardSpec:
-    unknown = set(spec) - {"name", "weight", "params"}
+    unknown = set(spec) - {"name", "weight", "params", "when", "as"}
     if "name" not in spec or unknown:
         raise SpecError(
-            f"reward entry {spec!r} must have 'name' and may have 'weight' and 'params'"
+            f"reward entry {spec!r} must have 'name' and may have 'weight', 'params', 'when' and 'as'"
             + (f"; unknown keys: {', '.join(sorted(unknown))}" if unknown else "")
             + "."
         )
@@ -205,7 +260,11 @@ def _from_dict(spec: dict) -> RewardSpec:
         weight = _parse_weight(weight, str(spec))
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
         raise SpecError(f"weight {weight!r} of reward '{base.name}' is not a number.")
-    return RewardSpec(base.name, params, float(weight))
+    when = _condition(str(spec["when"]), str(spec)) if spec.get("when") is not None else base.when
+    alias = spec.get("as")
+    if alias is not None and not (isinstance(alias, str) and re.fullmatch(r"[\w.\-()=, ]{1,100}", alias)):
+        raise SpecError(f"'as' of reward '{base.name}' must be a short name (letters, digits, . _ -), got {alias!r}.")
+    return RewardSpec(base.name, params, float(weight), when, alias)
 
 
 def validate(reward: Reward) -> Reward:
@@ -237,27 +296,73 @@ def get_reward(name: str, **params: Any) -> Reward:
 
 def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[list[Reward], list[float]]:
     """``(reward_funcs, reward_weights)`` for ``GRPOConfig`` / ``GRPOTrainer``."""
+    from .gating import link
+
     if isinstance(specs, (str, dict, RewardSpec)):
         specs = [specs]
     parsed = [parse_spec(s) for s in specs]
     if not parsed:
         raise SpecError("no rewards given; name at least one, e.g. ['math.correctness:2.0'].")
-    seen: dict[str, RewardSpec] = {}
     for p in parsed:
-        if p.name in seen:
-            raise SpecError(
-                f"reward '{p.name}' is listed twice ({seen[p.name]} and {p}); TRL logs rewards "
-                f"by name, so give it once with the summed weight."
-            )
         if not math.isfinite(p.weight):
             raise SpecError(f"weight of reward '{p.name}' must be finite, got {p.weight}.")
-        seen[p.name] = p
-    reg = registry.rewards()
-    funcs = []
-    for p in parsed:
-        entry = reg.get(p.name)
-        funcs.append(validate(Reward(entry.name, entry.obj, p.params, entry.description)))
+    resolved = [resolve(p.name) for p in parsed]
+    logged = logged_names(parsed, [r[0] for r in resolved])
+    funcs = [validate(Reward(name, func, p.params, description, logged_name=log))
+             for p, (name, func, description), log in zip(parsed, resolved, logged)]
+    if any(isinstance(f, AsyncReward) for f, p in zip(funcs, parsed) if p.when is not None):
+        raise SpecError("an async reward cannot be gated yet; gate a plain (def) reward.")
+    link(funcs, [p.when for p in parsed], [p.name for p in parsed])
+    if any(f.memo is not None and isinstance(f, AsyncReward) for f in funcs):
+        raise SpecError("an async reward cannot be a gate yet; gate on a plain (def) reward.")
     return funcs, [p.weight for p in parsed]
 
 
-__all__ = ["Reward", "RewardSpec", "parse_spec", "list_rewards", "get_reward", "compose_rewards", "TRL_KWARGS"]
+def resolve(ref: str) -> tuple[str, Callable, str]:
+    """``(name, function, description)`` of a registered name or a function of the
+    user's own (a file or module path; see :mod:`grpo_core.local_rewards`)."""
+    from . import local_rewards
+    from .errors import UnknownNameError
+
+    if local_rewards.is_local_ref(ref):
+        func = local_rewards.load(ref)
+        return getattr(func, "__name__", ref.rsplit(":", 1)[1]), func, inspect.getdoc(func) or ""
+    reg = registry.rewards()
+    try:
+        entry = reg.get(ref)
+        return entry.name, entry.obj, entry.description
+    except UnknownNameError as unknown:
+        namespace = ref.split(".", 1)[0]
+        close = "Closest registered" in str(unknown)
+        if close or namespace in registry.KNOWN_NAMESPACES or not local_rewards.IMPORT_PATH_RE.match(ref):
+            raise
+        try:
+            func = local_rewards.load(ref)
+        except SpecError as exc:
+            raise UnknownNameError(f"{unknown} Nor is it a function to import: {exc}") from None
+        return getattr(func, "__name__", ref.rsplit(".", 1)[1]), func, inspect.getdoc(func) or ""
+
+
+def logged_names(parsed: list[RewardSpec], names: list[str]) -> list[str]:
+    """TRL logs each reward as ``rewards/<__name__>/mean``: the name, its ``as:``
+    alias, or, for a reward listed more than once, the name with its parameters."""
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    out = []
+    for p, n in zip(parsed, names):
+        args = ", ".join(f"{k}={v!r}" for k, v in p.params.items())
+        out.append(p.alias or (f"{n}({args})" if counts[n] > 1 and args else n))
+    seen: dict[str, RewardSpec] = {}
+    for p, log in zip(parsed, out):
+        if log in seen:
+            raise SpecError(
+                f"reward '{log}' is listed twice ({seen[log]} and {p}); TRL logs rewards by name, so give it "
+                f"once with the summed weight, or tell them apart with different parameters or `as:`."
+            )
+        seen[log] = p
+    return out
+
+
+__all__ = ["Reward", "RewardSpec", "parse_spec", "list_rewards", "get_reward", "compose_rewards", "resolve",
+           "logged_names", "TRL_KWARGS"]

@@ -239,10 +239,10 @@ def _write_resolved(cfg: RunConfig, plans: list[StagePlan], root: Path, device: 
         data["lora"] = {**cfg.lora, **({"merge": True} if cfg.merge else {})}
     data["dataset"] = {k: v for k, v in asdict(cfg.dataset).items() if v not in (None, {}, 0) or k == "name"}
     if cfg.multi_stage:
-        data["stages"] = [{"name": p.section.name, "rewards": [str(s) for s in _specs(p.section.rewards)],
+        data["stages"] = [{"name": p.section.name, "rewards": [s.as_config() for s in _specs(p.section.rewards)],
                            **p.section.training} for p in plans]
     else:
-        data["rewards"] = [str(s) for s in _specs(plans[0].section.rewards)]
+        data["rewards"] = [s.as_config() for s in _specs(plans[0].section.rewards)]
     data["health"] = asdict(cfg.health)
     if cfg.adaptive is not None:
         data["adaptive_weights"] = asdict(cfg.adaptive)
@@ -409,6 +409,16 @@ def _check_resume(r: Run) -> None:
         _start_fresh(r.root, r.plans, r.log, r.overwrite)
 
 
+def quantization_kwargs(quantization: dict | None) -> dict:
+    """bitsandbytes loading as `trl grpo` does it (TRL's ModelConfig fields)."""
+    if not quantization:
+        return {}
+    from trl import ModelConfig, get_kbit_device_map, get_quantization_config
+
+    return {"quantization_config": get_quantization_config(ModelConfig(**quantization)),
+            "device_map": get_kbit_device_map()}
+
+
 def _load_model(r: Run):
     from .models import load as load_model
 
@@ -417,7 +427,8 @@ def _load_model(r: Run):
     model, tokenizer = load_model(
         cfg.model.id, dtype=r.precision.load, attn_implementation=cfg.model.attn_implementation,
         revision=cfg.model.revision, trust_remote_code=r.plans[0].args.trust_remote_code,
-        device=r.device, extra=r.plans[0].args.model_init_kwargs or {}, log=r.log,
+        device=r.device, extra={**quantization_kwargs(cfg.model.quantization), **(r.plans[0].args.model_init_kwargs or {})},
+        log=r.log,
     )
     r.log(f"Loaded {cfg.model.id} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters) "
           f"on {r.device} in {time.perf_counter() - t0:.1f}s: {r.precision.describe(cfg.lora is not None)}"

@@ -62,11 +62,12 @@ def print_entries(entries: list, as_json: bool, empty_message: str) -> int:
     if as_json:
         print_json([{"name": e.name, "plugin": e.plugin, "distribution": e.distribution,
                      "version": e.version, "description": e.description} for e in entries])
-    elif not entries:
-        print(empty_message)
-    else:
+        return 0
+    if entries:
         print(table([[e.name, e.distribution or "-", e.description] for e in entries],
                     ["name", "distribution", "description"]))
+    if all(e.plugin == "grpo_core.builtins" for e in entries):  # only the core's own
+        print(("\n" if entries else "") + empty_message)
     return 0
 
 
