@@ -186,3 +186,28 @@ def test_contract_registers_a_plugin_that_is_not_loaded_and_unregisters_it(fake_
 
     _run_contract(TestNotLoaded)
     assert not plugin_manager.is_registered(fake_acme)
+
+
+@pytest.mark.parametrize("grpo_plugins", [None, ""], ids=["every-installed-plugin-loads", "none-loads"])
+def test_the_example_plugins_own_tests_pass_as_its_author_runs_them(grpo_plugins):
+    """examples/grpo-acme/tests, outside this suite's GRPO_PLUGINS="": with the plugin
+    loaded by its entry point, and with no plugin loaded (the suite registers it)."""
+    import os
+    import subprocess
+    import sys
+    from importlib.metadata import PackageNotFoundError, distribution
+    from pathlib import Path
+
+    try:
+        distribution("grpo-acme")
+    except PackageNotFoundError:
+        pytest.skip("grpo-acme is not installed (scripts/setup.sh installs it)")
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "GRPO_PLUGINS"}
+    if grpo_plugins is not None:
+        env["GRPO_PLUGINS"] = grpo_plugins
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "examples/grpo-acme/tests"], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert "10 passed" in out.stdout  # 9 contract checks and the value test
