@@ -31,16 +31,28 @@ def register_rewards(register):
     register("marks.rank", rank_marker)
 """
 
+# a reward in a plain file, no package: each process imports it itself
+LOCAL = """
+import os
+
+with open(os.path.join(os.environ["GRPO_TEST_MARKS"], f"import-rank{os.environ.get('RANK', '0')}.log"), "a") as fh:
+    fh.write(f"{os.getpid()}\\n")
+
+def brevity(completions, **kwargs):
+    return [1.0 / (1 + len(c[-1]["content"])) for c in completions]
+"""
+
 
 def test_two_cpu_processes_train_score_and_write_once(tiny_model, tmp_path):
     site, marks, out = tmp_path / "site", tmp_path / "marks", tmp_path / "out"
     marks.mkdir()
     make_dist(site, "grpo-marks", {"marks": "grpo_marks"}, {"grpo_marks": PLUGIN})
+    (tmp_path / "my_rewards.py").write_text(LOCAL)
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump({
         "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
         "dataset": {"name": "arithmetic", "params": {"size": 64, "level": 1}, "system_prompt": "plain"},
-        "rewards": ["marks.rank:0.1", "length.ideal(target=20, unit='chars')"],
+        "rewards": ["marks.rank:0.1", "length.ideal(target=20, unit='chars')", "my_rewards.py:brevity:0.1"],
         "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
         "gradient_checkpointing": False, "save_strategy": "no", "report_to": [], "seed": 0,
         "output_dir": str(out),
@@ -52,16 +64,18 @@ def test_two_cpu_processes_train_score_and_write_once(tiny_model, tmp_path):
         [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
          str(ROOT / "examples" / "accelerate" / "cpu-2proc.yaml"), "-m", "grpo_core", "train", str(cfg),
          "--no-check"],  # marks.rank records every call it gets: only training's calls here
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # both processes loaded the plugin and scored their own 4 completions at each of the 2 steps
-    assert sorted(p.name for p in marks.iterdir()) == ["rank0.log", "rank1.log"]
-    for log in marks.iterdir():  # (empty calls are the parameter probe when rewards are bound)
+    assert sorted(p.name for p in marks.iterdir()) == ["import-rank0.log", "import-rank1.log", "rank0.log", "rank1.log"]
+    pids = {(marks / f"import-rank{r}.log").read_text().split()[0] for r in (0, 1)}
+    assert len(pids) == 2  # the local reward file was imported by each process itself
+    for log in marks.glob("rank*.log"):  # (empty calls are the parameter probe when rewards are bound)
         assert [n for n in log.read_text().split() if n != "0"] == ["4", "4"], log.name
     # one set of outputs, written once
     steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x]
     assert [s["step"] for s in steps] == [1, 2]
-    assert "rewards/marks.rank/mean" in steps[0]
+    assert "rewards/marks.rank/mean" in steps[0] and "rewards/brevity/mean" in steps[0]
     assert (out / "rewards.png").is_file() and (out / "adapter" / "adapter_config.json").is_file()
     assert proc.stdout.count("step 1/2") == 1

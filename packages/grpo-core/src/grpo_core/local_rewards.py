@@ -8,7 +8,8 @@ Two forms, next to registered names (``math.correctness``):
 - ``my_lib.rewards.has_digit``: a function in an importable module, as TRL's
   ``reward_funcs`` and axolotl write it (the directory grpo runs in is on the
   import path, as in `trl grpo`). Registered names win: a dotted name is an
-  import path only when no plugin registered it or anything close to it.
+  import path only when no plugin registered it and its namespace is none of ours
+  (``math.``, ``format.``, ...).
 
 The file or module is imported when the config is checked, so every process of
 an ``accelerate launch`` run imports it itself. Its functions are rewards like

@@ -332,9 +332,7 @@ def resolve(ref: str) -> tuple[str, Callable, str]:
         entry = reg.get(ref)
         return entry.name, entry.obj, entry.description
     except UnknownNameError as unknown:
-        namespace = ref.split(".", 1)[0]
-        close = "Closest registered" in str(unknown)
-        if close or namespace in registry.KNOWN_NAMESPACES or not local_rewards.IMPORT_PATH_RE.match(ref):
+        if ref.split(".", 1)[0] in registry.KNOWN_NAMESPACES or not local_rewards.IMPORT_PATH_RE.match(ref):
             raise
         try:
             func = local_rewards.load(ref)

@@ -54,8 +54,9 @@ def run(args) -> int:
 
 def _dry_run(cfg, check: bool = True) -> int:
     from ..config import detect_device
-    from ..train import build_datasets, check_writable, lora_config, plan, root_dir
+    from ..train import _quiet, build_datasets, check_writable, lora_config, plan, root_dir
 
+    _quiet()
     device = detect_device()
     train_ds, eval_ds = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)
