@@ -69,7 +69,7 @@ def _mount(libc, ctypes, src, dst, fstype, flags, data=None):
     enc = [None if v is None else v.encode() for v in (src, dst, fstype, data)]
     if libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, "mount %s on %s: %s" % (src, dst, os.strerror(err)))
+        raise OSError(err, f"mount {src} on {dst}: {os.strerror(err)}")
 
 
 _ST_TO_MS = ((2, 2), (4, 4), (8, 8), (1024, 1024), (2048, 2048), (4096, 1 << 21))  # nosuid nodev noexec atime
@@ -92,7 +92,7 @@ def _private_root(spec):
     ctypes, libc = _libc()
     root = spec["root"]
     _mount(libc, ctypes, None, "/", None, 16384 | (1 << 18))  # MS_REC | MS_PRIVATE
-    _mount(libc, ctypes, "tmpfs", root, "tmpfs", 2 | 4, "size=%dm,mode=755" % spec["tmpfs_mb"])
+    _mount(libc, ctypes, "tmpfs", root, "tmpfs", 2 | 4, f"size={int(spec['tmpfs_mb'])}m,mode=755")
     for entry in spec["binds"]:
         if entry[0] == "link":
             target, path = entry[1], entry[2]
@@ -163,7 +163,8 @@ _AARCH64 = dict(audit=0xC00000B7, clone=220, clone3=435, kill=129, tkill=130, tg
 def _seccomp_program(table, mypid):
     """BPF: kill a foreign ABI; EPERM for process creation (threads allowed),
     exec, sockets, ptrace, mounts, namespaces and kernel interfaces; ENOSYS for
-    clone3 (glibc falls back to clone); signals and prlimit only to itself."""
+    clone3 (glibc falls back to clone); signals only to itself (not to its process
+    group, which holds the sandbox's own wrapper), prlimit only on itself."""
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, kill, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050001, 0x00050026
     prog = [(ld, 0, 0, 4), (jeq, 1, 0, table["audit"]), (ret, 0, 0, kill), (ld, 0, 0, 0)]
@@ -174,7 +175,7 @@ def _seccomp_program(table, mypid):
     prog += [(jeq, 0, 1, table["clone3"]), (ret, 0, 0, enosys)]
     prog += [(jeq, 0, 4, table["clone"]), (ld, 0, 0, 16), (jset, 0, 1, 0x00010000),  # CLONE_THREAD
              (ret, 0, 0, allow), (ret, 0, 0, eperm)]
-    for name, allowed in (("kill", (mypid, 0)), ("tkill", (mypid,)), ("tgkill", (mypid,)),
+    for name, allowed in (("kill", (mypid,)), ("tkill", (mypid,)), ("tgkill", (mypid,)),
                           ("prlimit64", (0, mypid))):
         m = _len(allowed)
         prog += [(jeq, 0, m + 3, table[name]), (ld, 0, 0, 16)]
@@ -228,7 +229,7 @@ def _confine(p):
             if not best_effort:
                 raise
             ok = False
-        layers.append("%s=%d" % (name, ok))
+        layers.append(f"{name}={int(ok)}")
     return layers
 
 
@@ -247,9 +248,10 @@ def _plain_types():
 
 
 def _make_checks(dict_keys=dict.keys, dict_values=dict.values):
-    """``__grpo_truth__`` and ``__grpo_cmp__`` for rewritten asserts: a value built
-    from anything but plain built-in types never passes a check against a plain
-    one, so an object whose ``__eq__`` always says True earns nothing."""
+    """``__grpo_truth__`` and ``__grpo_cmp__`` for rewritten asserts: a check that
+    meets a value built from anything but plain built-in types (compared with a
+    plain one, or used as a truth value) fails the test, negated or not, so an
+    object whose ``__eq__`` always says True earns nothing."""
     import operator
 
     seqs, maps = _plain_types()
@@ -277,12 +279,14 @@ def _make_checks(dict_keys=dict.keys, dict_values=dict.values):
         return True
 
     def truth(value, _bool=_bool):
-        return _bool(value) if plain(value) else False
+        if not plain(value):
+            raise AssertionError("a check on a value that is not a plain built-in value")
+        return _bool(value)
 
     def compare(names, *values):
         for name, a, b in zip(names, values, values[1:]):
             if name not in ("Is", "IsNot") and plain(a) != plain(b):
-                return False
+                raise AssertionError("a plain value compared with one that is not")
             if not truth(ops[name](a, b)):
                 return False
         return True
@@ -318,10 +322,10 @@ def _rewrite_asserts(tree):
 def _compile_test(source, index, strict):
     import ast
 
-    tree = ast.parse(source, "<test %d>" % index)
+    tree = ast.parse(source, f"<test {index}>")
     if strict:
         tree = _rewrite_asserts(tree)
-    return compile(tree, "<test %d>" % index, "exec")
+    return compile(tree, f"<test {index}>", "exec")
 
 
 # ------------------------------------------------------------------ the jobs
@@ -441,7 +445,7 @@ def _main(p):
     except BaseException as exc:
         emit("setup_error", _exc_name(exc), getattr(exc, "errno", "") or "")
         try:
-            sys.stderr.write("grpo sandbox setup failed: %r\n" % (exc,))
+            sys.stderr.write(f"grpo sandbox setup failed: {exc!r}\n")
         except BaseException:
             pass
         _exit(70)

@@ -86,8 +86,10 @@ class Backend:
         mount point of the private root (unshare)."""
         return self.name in ("unshare", "rlimits")
 
-    def argv(self) -> list[str]:
-        python = [interpreter(), *PYTHON_FLAGS, "-c", harness_source() + "\n_main_stdin()\n"]
+    def argv(self, run_id: str = "") -> list[str]:
+        """The command line; ``run_id`` ends it (as ``sys.argv[1]``), so the run's
+        processes can be found in /proc after a kill."""
+        python = [interpreter(), *PYTHON_FLAGS, "-c", harness_source() + "\n_main_stdin()\n", run_id]
         if self.name == "bwrap":
             return _bwrap_argv() + ["--", *python]
         if self.name == "unshare":
@@ -110,7 +112,9 @@ class Backend:
 
 
 def _bwrap_argv() -> list[str]:
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    # no --new-session: the run already has its own session (and no terminal), and keeping
+    # the sandboxed process in the run's process group lets one killpg reach it at once
+    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--hostname", "sandbox"]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]
     for entry in visible_paths():

@@ -64,13 +64,16 @@ def _limits(timeout: float, memory_mb: int):
 
 
 def _settings(timeout, memory_mb, workers, sandbox, endpoint):
-    """Check every parameter, even for an empty batch: a bad value fails when the
-    reward is bound, before any model loads."""
+    """Check every parameter, even for an empty batch: a bad value, or a sandbox that
+    does not work on this host, fails when the reward is bound, before any model loads
+    (the core binds rewards with an empty batch); ``auto`` picks its backend then."""
     from . import sandbox as sb
 
     limits = _limits(timeout, memory_mb)
     sb.resolve_workers(workers)
     choice = sb.check_choice(sandbox, endpoint)
+    if choice != "sandboxfusion":
+        sb.backend(choice)  # probed once per process
     return limits, choice
 
 

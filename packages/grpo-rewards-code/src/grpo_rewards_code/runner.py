@@ -91,6 +91,40 @@ def live_count() -> int:
         return len(_live)
 
 
+def _pids_with(tag: bytes) -> list[int]:
+    """Processes whose command line holds ``tag`` (a run id), wherever they were reparented."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if tag in f.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _make_sure_gone(run_id: str) -> None:
+    """After a kill: every process of the run (the sandbox's own init and the code,
+    which a pid namespace may still be tearing down) is dead, or EXIT_GRACE passed."""
+    tag, deadline = run_id.encode(), time.monotonic() + EXIT_GRACE
+    while True:
+        pids = _pids_with(tag)
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
 def _remove_tree(path: str) -> None:
     def retry(func, p, _exc):
         try:
@@ -119,7 +153,8 @@ class _Run:
 
     def __init__(self, job: Job, backend: Backend, limits: Limits, sel: selectors.BaseSelector):
         self.job, self.limits, self.sel = job, limits, sel
-        self.token = secrets.token_hex(16)
+        self.token = secrets.token_hex(16)  # only the harness sees it (stdin)
+        self.run_id = "grpo-run-" + secrets.token_hex(8)  # on the command line, for /proc
         self.start = time.monotonic()
         self.deadline = self.start + limits.timeout
         self.killed: str | None = None
@@ -145,7 +180,7 @@ class _Run:
                    "seccomp": self.limits.seccomp, "channel": write, **backend.payload(self.host_dir)}
         try:
             self.proc = subprocess.Popen(
-                backend.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                backend.argv(self.run_id), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(write,), cwd=self.host_dir or "/", env=backend.environment(self.host_dir),
                 start_new_session=True,
             )
@@ -262,6 +297,8 @@ class _Run:
                 self._drop(self.pidfd)
                 self.pidfd = None
             _untrack(self.proc)
+            if self.killed is not None:
+                _make_sure_gone(self.run_id)
         if self.host_dir:
             _remove_tree(self.host_dir)
         return _result(self)

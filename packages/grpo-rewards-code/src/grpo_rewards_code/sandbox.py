@@ -39,8 +39,9 @@ class SandboxWarning(UserWarning):
     """The sandbox runs with less isolation than this host could give."""
 
 
-class SandboxUnavailable(RuntimeError):
-    """A sandbox that was asked for by name does not work on this host."""
+class SandboxUnavailable(RuntimeError, ValueError):
+    """A sandbox that was asked for by name does not work on this host (a ValueError
+    too: binding a reward to it fails like any bad parameter)."""
 
 
 def default_workers() -> int:

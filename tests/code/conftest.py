@@ -1,0 +1,136 @@
+"""Fixtures for the grpo-rewards-code tests: the plugin registered in process, each
+sandbox backend (skipped only where this host lacks it, with the reason), a count
+of sandbox processes, fixture files in the hub's layout, and ``grpo train`` run
+in process on the tiny model."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import grpo_rewards_code
+import pytest
+from grpo_rewards_code import sandbox
+from grpo_rewards_code.runner import MARKER
+
+BACKENDS = ("bwrap", "unshare", "rlimits")
+
+
+@pytest.fixture
+def code_plugin(register_plugin):
+    register_plugin(grpo_rewards_code, name="code")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Each local backend by name; skipped when this host truly lacks it (the probe says why)."""
+    reason = sandbox.probe(request.param)
+    if reason:
+        pytest.skip(f"sandbox '{request.param}' does not work on this host: {reason}")
+    return request.param
+
+
+def sandbox_pids() -> set[int]:
+    """Every process on the host running the sandbox harness (its docstring is in the
+    command line), wherever it was reparented: what a leak would leave behind."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if MARKER.encode() in f.read():
+                    found.add(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def children() -> set[int]:
+    """Live (non-zombie) descendants of this test process."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - mine
+        mine |= frontier
+    return mine
+
+
+class Writers:
+    """Fixture files in a dataset's own layout."""
+
+    @staticmethod
+    def jsonl(path: Path, rows: list[dict]) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    @staticmethod
+    def parquet(path: Path, rows: list[dict]) -> Path:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), path)
+        return path
+
+    @staticmethod
+    def csv(path: Path, rows: list[dict]) -> Path:
+        import csv
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+
+@pytest.fixture
+def write() -> type[Writers]:
+    return Writers
+
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    """A private datasets cache, so fixture files never meet a stale cache entry."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets-cache")
+    datasets.disable_progress_bars()
+
+
+@pytest.fixture
+def load(code_plugin, hf_cache):
+    """``grpo_core.load_dataset`` with the code plugin registered."""
+    import grpo_core
+
+    return grpo_core.load_dataset
+
+
+class Metrics:
+    """What a reward logs through TRL's ``log_metric`` / ``log_extra``."""
+
+    def __init__(self):
+        self.metrics: dict[str, float] = {}
+        self.extra: dict[str, list] = {}
+
+    def kwargs(self) -> dict:
+        return {"log_metric": self.metrics.__setitem__, "log_extra": self.extra.__setitem__}
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics()

@@ -1,0 +1,32 @@
+"""grpo check on code datasets: the gold (the reference solution in the ``code``
+prompt's python block) passes its tests, and no reward-hacking probe earns
+code.tests without the right code."""
+
+from __future__ import annotations
+
+import pytest
+
+from .fixtures import humaneval_dir, mbpp_dir
+
+# probes that carry the right answer (the gold repeated, after long reasoning, bare)
+RIGHT = {"repeated_blocks": 1.0, "overlong": 1.0, "wrong_format": 0.0}
+
+
+@pytest.mark.parametrize("name", ["mbpp", "humaneval"])
+def test_gold_passes_and_no_probe_without_the_right_code_scores(load, write, tmp_path, name):
+    import grpo_core
+    from grpo_core.checks import check_stage
+    from grpo_core.data import build_prompts, resolve_system_prompt
+
+    root = (mbpp_dir if name == "mbpp" else humaneval_dir)(write, tmp_path / name)
+    ds = build_prompts(load(name, path=str(root)), "code")
+    funcs, weights = grpo_core.compose_rewards(["code.tests"])
+    report = check_stage("main", funcs, weights, ds, resolve_system_prompt("code")[1])
+    assert report.ok
+    assert [(g.name, g.share) for g in report.gold] == [("code.tests", 1.0)]
+    means = {p.probe.name: p.means["code.tests"] for p in report.probes}
+    # 'gold or wrong' would often still run as code ("return x or 0"); the answers end in a
+    # newline, so the hedge lands on a line of its own and does not parse
+    assert means.pop("or_hedge") == 0.0
+    assert {k: means.pop(k) for k in RIGHT} == RIGHT  # a bare solution is not in the asked format
+    assert means and set(means.values()) == {0.0}, means

@@ -1,0 +1,208 @@
+"""The sandbox itself, on every backend this host has: verdicts per test, the
+limits firing, the verdict channel that printed text cannot forge, the batch that
+never waits on a stuck child, and the fallback chain bwrap -> unshare -> rlimits."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from grpo_rewards_code import backends, sandbox
+from grpo_rewards_code.jobs import Job, Limits
+
+from .conftest import sandbox_pids
+
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+def run(backend, *jobs, **limits):
+    return sandbox.run(list(jobs), Limits(**{"timeout": 2.0, **limits}), workers=2, sandbox=backend)
+
+
+def test_each_test_gets_its_own_verdict(backend):
+    tests = ("assert add(1, 2) == 3", "assert add(2, 2) == 5", "assert sub(1, 1) == 0", "assert add(1,")
+    (r,) = run(backend, Job(ADD, tests))
+    assert r.status == "ok"
+    assert r.tests == ["pass", "fail", "NameError", "TestSyntaxError"]
+    assert r.passed == 1 and r.cause == "failed"
+
+
+def test_the_namespaces_and_filters_are_in_place(backend):
+    (r,) = run(backend, Job("import os\nprint(os.getcwd(), sorted(os.environ))", ()))
+    assert r.status == "ok" and r.cause == "ran"
+    cwd, env = r.stdout.decode().split(" ", 1)
+    names = set(eval(env)) - {"PWD"}  # our own test's output, not model text; bwrap adds PWD
+    assert names == {"HOME", "LC_ALL", "PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING",
+                     "TMPDIR"}
+    assert r.layers["seccomp"] == "1" and r.layers["caps"] == "1" and r.layers["rlimits"] == "1"
+    if backend == "rlimits":
+        assert cwd.startswith("/") and "grpo-code-" in cwd  # a fresh directory on the host
+    else:
+        assert cwd == "/sandbox"
+
+
+def test_an_exception_at_top_level_still_runs_the_tests(backend):
+    # the function is right; the example call under it raises: code.runs says no, the tests pass
+    code = ADD + "print(add(1))\n"
+    (r,) = run(backend, Job(code, ("assert add(1, 2) == 3",)))
+    assert (r.code_error, r.tests, r.cause) == ("TypeError", ["pass"], "passed")
+    assert not r.ran_clean
+    (r,) = run(backend, Job("add = None\nprint(add(1))\n", ("assert add(1, 2) == 3",)))
+    assert (r.code_error, r.tests, r.cause) == ("TypeError", ["TypeError"], "error")
+
+
+def test_exiting_early_or_raising_systemexit_passes_nothing(backend):
+    test = ("assert add(1, 2) == 3",)  # there is no add: a test that runs fails
+    jobs = [Job("import sys\nsys.exit(0)", test),  # SystemExit is caught, the tests still run
+            Job("import os\nos._exit(0)", test),  # the process ends before any test
+            Job("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", test)]
+    r_exit, r_os_exit, r_kill = run(backend, *jobs)
+    assert (r_exit.status, r_exit.code_error, r_exit.tests) == ("ok", "SystemExit", ["NameError"])
+    assert (r_os_exit.status, r_os_exit.tests, r_os_exit.cause) == ("crashed", [None], "crashed")
+    if backend == "unshare":  # the harness is pid 1 of its namespace: its own SIGKILL is ignored
+        assert (r_kill.status, r_kill.tests) == ("ok", ["NameError"])
+    else:
+        assert (r_kill.status, r_kill.tests, r_kill.detail) == ("crashed", [None], "killed by SIGKILL")
+    assert r_exit.passed == r_os_exit.passed == r_kill.passed == 0
+
+
+def test_printed_verdicts_are_ignored(backend):
+    # a completion that prints what a passing run reports, with every token it can guess
+    forge = "import sys\nfor t in ('0' * 32, ''):\n    print(t, 'test 0 pass')\n    print(t, 'done')\n" \
+            "sys.stdout.flush()\nimport os\nos._exit(0)\n"
+    (r,) = run(backend, Job(forge, ("assert add(1, 2) == 3",)))
+    assert r.status == "crashed" and r.tests == [None] and r.passed == 0
+
+
+def test_an_always_equal_object_passes_no_assert(backend):
+    hack = ("class Anything:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
+            "    def __bool__(self): return True\n    def __lt__(self, other): return True\n"
+            "def add(a, b):\n    return Anything()\n")
+    tests = ("assert add(1, 2) == 3", "assert not add(1, 2) != 3", "assert add(1, 2)",
+             "assert [add(1, 2)] == [3]", "assert add(1, 2) < 4", "assert add(1, 2) == 3 and True")
+    (r,) = run(backend, Job(hack, tests))
+    assert r.tests == ["fail"] * 6
+    # plain values compare as Python does, collections included
+    ok = "from collections import Counter\ndef add(a, b):\n    return a + b\ndef c(s):\n    return Counter(s)\n"
+    (r,) = run(backend, Job(ok, ("assert add(1, 2) == 3", "assert c('aab') == {'a': 2, 'b': 1}",
+                                 "assert add(0.1, 0.2) != 0.3", "assert add([1], [2]) == [1, 2]",
+                                 "assert add(1, 1) is not None")))
+    assert r.tests == ["pass"] * 5
+
+
+def test_limits_fire_and_say_which(backend):
+    jobs = [Job("while True:\n    pass", ("assert True",)),
+            Job("x = bytearray(10 * 1024 ** 3)", ("assert True",)),
+            Job("print('x' * 10_000_000)", ()),
+            Job("with open('big', 'wb') as f:\n    f.write(b'0' * (32 << 20))", ()),
+            Job("def f():\n    return f()\nf()", ())]
+    loop, memory, output, big_file, recursion = run(backend, *jobs, timeout=1.0)
+    assert (loop.status, loop.cause, loop.detail) == ("timeout", "timeout", "killed after the 1 s wall-clock limit")
+    assert (memory.status, memory.code_error, memory.cause) == ("ok", "MemoryError", "memory")
+    assert (output.status, output.cause) == ("output_limit", "output_limit")
+    assert len(output.stdout) == 64 << 10  # what is kept of it
+    assert big_file.code_error == "OSError"  # File too large (16 MB)
+    assert recursion.code_error == "RecursionError"
+
+
+def test_a_batch_of_stuck_runs_completes_and_leaves_no_process():
+    before = sandbox_pids()
+    jobs = [Job("while True:\n    pass", ())] * 3 + [Job(ADD, ("assert add(2, 2) == 4",))]
+    results = sandbox.run(jobs, Limits(timeout=1.0), workers=2)
+    assert [r.status for r in results] == ["timeout", "timeout", "timeout", "ok"]
+    assert results[3].tests == ["pass"]
+    assert sandbox_pids() <= before
+
+
+def test_runs_from_threads_at_once_do_not_mix_results():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(k):
+        return sandbox.run([Job(f"def f():\n    return {k}\n", (f"assert f() == {k}", "assert f() == -1"))],
+                           Limits(), workers=1)[0].tests
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(one, range(8))) == [["pass", "fail"]] * 8
+
+
+# ------------------------------------------------------------------ choosing the backend
+
+
+@pytest.fixture
+def fresh_probes(monkeypatch):
+    sandbox.reset()
+    monkeypatch.delenv(sandbox.ENV_BACKEND, raising=False)
+    yield monkeypatch
+    sandbox.reset()
+
+
+def test_auto_takes_the_strongest_backend_that_works(fresh_probes):
+    expected = next(n for n in ("bwrap", "unshare", "rlimits") if sandbox.probe(n) is None)
+    assert sandbox.backend().name == expected
+
+
+def test_without_bubblewrap_auto_falls_back_to_unshare(fresh_probes):
+    if sandbox.probe("unshare"):
+        pytest.skip(f"unshare does not work here: {sandbox.probe('unshare')}")
+    fresh_probes.setattr(backends, "missing_tool", lambda name: "bwrap gone" if name == "bwrap" else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sandbox.SandboxWarning)  # unshare is no downgrade worth a warning
+        assert sandbox.backend().name == "unshare"
+
+
+def test_with_neither_auto_warns_once_naming_what_is_missing(fresh_probes):
+    fresh_probes.setattr(backends, "missing_tool",
+                         lambda name: {"bwrap": "bubblewrap is not installed", "unshare": "no userns"}.get(name))
+    with pytest.warns(sandbox.SandboxWarning) as caught:
+        assert sandbox.backend().name == "rlimits"
+        assert sandbox.backend().name == "rlimits"
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "bwrap: bubblewrap is not installed" in message and "unshare: no userns" in message
+    assert "read and write your files" in message and "apt-get install bubblewrap" in message
+    # and the rewards still run (with the seccomp filter)
+    (r,) = sandbox.run([Job(ADD, ("assert add(1, 1) == 2",))])
+    assert r.tests == ["pass"] and r.layers["seccomp"] == "1"
+
+
+def test_a_backend_named_by_parameter_or_environment_is_used_or_refused(fresh_probes):
+    assert sandbox.run([Job("x = 1", ())], sandbox="rlimits")[0].layers.get("pdeathsig") == "1"
+    fresh_probes.setenv(sandbox.ENV_BACKEND, "rlimits")
+    assert sandbox.backend().name == "rlimits"
+    fresh_probes.setattr(backends, "missing_tool", lambda name: "not here" if name == "bwrap" else None)
+    with pytest.raises(sandbox.SandboxUnavailable, match=r"sandbox 'bwrap' does not work on this host: not here"):
+        sandbox.backend("bwrap")
+    with pytest.raises(ValueError, match=r"sandbox='docker': choose one of auto, bwrap, unshare, rlimits"):
+        sandbox.backend("docker")
+
+
+def test_a_broken_sandbox_is_a_sandbox_error_not_a_score(fresh_probes):
+    broken = backends.Backend("rlimits")
+    fresh_probes.setattr(backends.Backend, "argv", lambda self, run_id="": ["/nonexistent/bwrap"])
+    from grpo_rewards_code.runner import run_jobs
+
+    (r,) = run_jobs([Job(ADD, ("assert True",))], broken, Limits(), 1)
+    assert r.status == "sandbox_error" and "cannot start the rlimits sandbox" in r.detail
+    fresh_probes.setattr(backends.Backend, "argv", lambda self, run_id="": ["python3", "-c", "import sys; sys.exit(3)"])
+    (r,) = run_jobs([Job(ADD, ("assert True",))], broken, Limits(), 1)
+    assert r.status == "sandbox_error" and "did not start (exit status 3)" in r.detail
+
+
+def test_workers_and_limits_are_checked():
+    with pytest.raises(ValueError, match=r"workers=0: give a positive number"):
+        sandbox.resolve_workers(0)
+    with pytest.raises(ValueError, match=r"timeout=-1: give the per-run wall-clock limit"):
+        Limits(timeout=-1)
+    with pytest.raises(ValueError, match=r"memory_mb=8: Python itself needs about 30 MB"):
+        Limits(memory_mb=8)
+
+
+def test_pool_size_follows_the_environment(monkeypatch):
+    monkeypatch.setenv(sandbox.ENV_WORKERS, "3")
+    assert sandbox.default_workers() == 3
+    monkeypatch.setenv(sandbox.ENV_WORKERS, "many")
+    with pytest.raises(ValueError, match=r"GRPO_CODE_WORKERS='many' must be a positive integer"):
+        sandbox.default_workers()
+    monkeypatch.delenv(sandbox.ENV_WORKERS)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "64")
+    assert sandbox.default_workers() == 1
