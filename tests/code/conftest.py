@@ -9,8 +9,9 @@ import json
 import os
 from pathlib import Path
 
-import grpo_rewards_code
 import pytest
+
+import grpo_rewards_code
 from grpo_rewards_code import sandbox
 from grpo_rewards_code.runner import MARKER
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import grpo_rewards_code
 import pytest
 
+import grpo_rewards_code
 from grpo_core.contract import RewardContract, check_reward
 
 FENCED_COLUMNS = {"tests": ["assert add(1, 2) == 3"]}

@@ -4,6 +4,7 @@ and their reference solutions passing their own tests in the sandbox."""
 from __future__ import annotations
 
 import pytest
+
 from grpo_rewards_code import rewards
 
 from .fixtures import HUMANEVAL, MBPP_FULL, humaneval_dir, mbpp_dir

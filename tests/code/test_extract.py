@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from grpo_rewards_code.extract import MAX_CODE, extract_code, parses
 from grpo_rewards_code.rewards import code_format
 

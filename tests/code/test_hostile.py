@@ -16,6 +16,7 @@ import socket
 import threading
 
 import pytest
+
 from grpo_rewards_code import rewards, sandbox
 from grpo_rewards_code.jobs import Job, Limits
 from grpo_rewards_code.rewards import METRIC

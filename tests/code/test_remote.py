@@ -9,6 +9,7 @@ import threading
 import urllib.request
 
 import pytest
+
 from grpo_rewards_code import rewards
 from grpo_rewards_code.jobs import Job, Limits
 from grpo_rewards_code.remote import request_body

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+
 from grpo_rewards_code import rewards, sandbox
 from grpo_rewards_code.jobs import Limits
 

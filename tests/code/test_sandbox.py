@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+
 from grpo_rewards_code import backends, sandbox
 from grpo_rewards_code.jobs import Job, Limits
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import types
 
-import grpo_rewards_code
 import pytest
-from grpo_rewards_code import rewards
 
 import grpo_core
+import grpo_rewards_code
+from grpo_rewards_code import rewards
 
 from .fixtures import mbpp_dir
 
