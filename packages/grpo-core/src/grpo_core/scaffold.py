@@ -195,7 +195,7 @@ rewards:
   - math.correctness(fallback_last_number=True):1.0
   - name: $ns.concise
     weight: 0.2
-    params: {max_words: 40}
+    params: {max_words: 20}
 
 max_steps: 10
 learning_rate: 5.0e-4
