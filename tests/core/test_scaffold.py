@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -164,3 +165,16 @@ def test_a_scaffolded_plugin_installs_next_to_a_plain_grpo_core_and_passes_tests
 
     with pytest.raises(PackageNotFoundError):  # this environment never saw it
         distribution("grpo-my-rewards")
+
+
+def test_every_command_the_package_tells_its_author_to_run_exists(capsys):
+    from grpo_core.cli import main
+
+    files = render(plugin_names("my-rewards"))
+    named = set(re.findall(r"^[#\s]*grpo ([a-z-]+) ([a-z-]+)", files["README.md"] + files["train.yaml"], re.M))
+    assert {("rewards", "show"), ("rewards", "check"), ("check", "train"), ("train", "train")} <= named
+    for words in sorted(named):
+        with pytest.raises(SystemExit) as exited:
+            main([*words, "--help"])
+        assert exited.value.code == 0, words
+    capsys.readouterr()

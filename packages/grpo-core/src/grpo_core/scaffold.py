@@ -221,7 +221,7 @@ rewards are found by name: `grpo rewards list`, `compose_rewards(["$ns.concise:0
 
 ```
 pip install -e ".[test]"            # next to an installed grpo-core
-pytest                              # the reward contract suite and your own tests
+python -m pytest                    # the reward contract suite and your own tests
 grpo rewards show $ns.concise
 grpo rewards check $ns.concise --max_words 40
 grpo train train.yaml               # needs grpo-datasets and grpo-rewards-math too
@@ -239,9 +239,13 @@ are described in grpo's guide, `docs/writing-plugins.md`.
 
 ```
 python -m pip install build twine
-python -m build
-python -m twine upload dist/*
+python -m build                     # dist/*.whl: install it next to grpo-core anywhere
+python -m twine upload dist/*       # only once grpo-core itself is on PyPI
 ```
+
+Until grpo-core is published on PyPI, pip cannot resolve this package's
+dependency on it there: share the wheel instead, installed next to a grpo-core
+from a clone of grpo or from its wheels.
 """
 
 TEMPLATES = {
