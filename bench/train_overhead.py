@@ -114,18 +114,17 @@ def callback_cost(metrics: Path, tmp: Path, n: int = 2000) -> float:
     checks) take per step, timed in process on a real step log."""
     import io
 
-    from grpo_core.callbacks import make_callbacks
+    from grpo_core.callbacks import HealthCallback, MetricsCallback
     from grpo_core.config import HealthSection
 
     rec = next(json.loads(x) for x in metrics.read_text().splitlines() if '"reward"' in x)
     logs = {k: v for k, v in rec.items() if k not in ("step", "stage", "stage_step", "time")}
-    cb = make_callbacks()
 
     class State:
         is_world_process_zero, global_step, max_steps = True, 5, 30
 
-    calls = [cb["MetricsCallback"](tmp / "m.jsonl", "main", stream=io.StringIO()),
-             cb["HealthCallback"](HealthSection(), tmp / "h.jsonl", warn=lambda m: None)]
+    calls = [MetricsCallback(tmp / "m.jsonl", "main", stream=io.StringIO()),
+             HealthCallback(HealthSection(), tmp / "h.jsonl", warn=lambda m: None)]
     t = time.perf_counter()
     for _ in range(n):
         for c in calls:

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from grpo_core.callbacks import make_callbacks, summary_line
+from grpo_core import callbacks
+from grpo_core.callbacks import summary_line
 from grpo_core.config import AdaptiveSection, HealthSection
 
 from .conftest import TINY
@@ -16,7 +17,8 @@ from .conftest import TINY
 
 @pytest.fixture(scope="module")
 def cb():
-    return make_callbacks()
+    """The callback classes by name."""
+    return {name: getattr(callbacks, name) for name in callbacks.__all__}
 
 
 def health(cb, tmp_path, **kw):

@@ -150,18 +150,14 @@ def all_probes() -> list[Probe]:
 
 def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[list], dict[str, list]]:
     """Per reward, the scores of ``texts`` (as assistant messages, like training), and
-    what rewards logged per completion (e.g. the extracted answer)."""
-    from .scoring import call_reward
+    what rewards logged per completion (e.g. the extracted answer). A reward model
+    is not loaded: it scores None."""
+    from .scoring import score_batch
 
     completions = [[{"role": "assistant", "content": t}] for t in texts]
-    columns = {k: [r.get(k) for r in rows] for k in (rows[0] if rows else {}) if k not in ("prompt", "completion")}
-    prompts = [r.get("prompt") for r in rows]
-    extras: dict[str, list] = {}
-    per = [[None] * len(texts) if getattr(getattr(f, "func", f), "grpo_needs_model", False)  # a reward model
-           else call_reward(f, completions, columns, prompts,
-                            log_extra=lambda name, values: extras.setdefault(name, list(values)))
-           for f in funcs]
-    return per, extras
+    scored = score_batch(funcs, [1.0] * len(funcs), completions, rows, [r.get("prompt") for r in rows],
+                         skip_model_rewards=True)
+    return scored.per_reward, scored.extras
 
 
 def _mean(values) -> float:

@@ -139,24 +139,7 @@ def build_prompts(
         raise MissingColumnError(
             f"cannot build prompts: the dataset has no 'question' column; it has {', '.join(columns)}."
         )
-    if isinstance(few_shot, bool) or not isinstance(few_shot, (int, list, tuple)):
-        raise GrpoError(f"few_shot must be a count or a list of examples, got {few_shot!r}.")
-    if isinstance(few_shot, int):
-        if few_shot < 0 or few_shot >= len(dataset):
-            raise GrpoError(
-                f"few_shot={few_shot} must be between 0 and {len(dataset) - 1} "
-                f"(the dataset has {len(dataset)} rows)."
-            )
-        examples = [dataset[i] for i in range(few_shot)]
-        if few_shot:
-            dataset = dataset.select(range(few_shot, len(dataset)))
-    else:
-        examples = list(few_shot)
-        for ex in examples:
-            if not isinstance(ex, dict) or "question" not in ex or not ({"answer", "completion"} & set(ex)):
-                raise GrpoError(
-                    f"few-shot example {ex!r} needs 'question' and 'answer' (or 'completion')."
-                )
+    examples, dataset = take_few_shot(dataset, few_shot)
     prefix = build_prompt("", text, examples, template)[:-1]
 
     def add(batch):
@@ -165,6 +148,27 @@ def build_prompts(
     if "prompt" in columns:
         dataset = dataset.remove_columns("prompt")
     return dataset.map(add, batched=True, batch_size=10_000, desc="Building prompts")
+
+
+def take_few_shot(dataset: datasets.Dataset, few_shot: int | Sequence[dict]) -> tuple[list[dict], datasets.Dataset]:
+    """``(examples, the rest)``: a count takes that many rows from the start of the
+    dataset (and removes them, so no question is trained on its own answer); a list
+    is the examples themselves (``{"question", "answer"}`` or ``{"question", "completion"}``)."""
+    if isinstance(few_shot, bool) or not isinstance(few_shot, (int, list, tuple)):
+        raise GrpoError(f"few_shot must be a count or a list of examples, got {few_shot!r}.")
+    if isinstance(few_shot, int):
+        if few_shot < 0 or few_shot >= len(dataset):
+            raise GrpoError(
+                f"few_shot={few_shot} must be between 0 and {len(dataset) - 1} "
+                f"(the dataset has {len(dataset)} rows)."
+            )
+        examples = [dict(dataset[i]) for i in range(few_shot)]
+        return examples, dataset.select(range(few_shot, len(dataset))) if few_shot else dataset
+    examples = list(few_shot)
+    for ex in examples:
+        if not isinstance(ex, dict) or "question" not in ex or not ({"answer", "completion"} & set(ex)):
+            raise GrpoError(f"few-shot example {ex!r} needs 'question' and 'answer' (or 'completion').")
+    return examples, dataset
 
 
 def _keep_prompts(dataset: datasets.Dataset, system_text: str | None, few_shot) -> datasets.Dataset:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scoring import RewardStats, call_reward, weighted_totals
+from .scoring import RewardStats, score_batch
 
 DEAD_SHARE = 0.9   # at least this share of flat groups: no learning signal (exit 1)
 WEAK_SHARE = 0.5   # at least this share: a weak signal (warning)
@@ -54,23 +54,11 @@ def score_groups(funcs, weights, prompts: list, rows: list[dict], groups: list[l
     """Score each group of completions as TRL does (one call per reward over the batch)."""
     n = len(groups[0]) if groups else 0
     completions = [c.text for g in groups for c in g]
-    flat_prompts = [p for p in prompts for _ in range(n)]
-    columns = {k: [r.get(k) for r in rows for _ in range(n)] for k in (rows[0] if rows else {})
-               if k not in ("prompt", "completion")}
-    extras: dict[str, list] = {}
-    metrics: dict[str, list] = {}
-
-    def log_extra(column: str, values: list) -> None:
-        extras.setdefault(column, []).extend(values)
-
-    def log_metric(name: str, value: float) -> None:
-        metrics.setdefault(name, []).append(float(value))
-
     ids = [c.token_ids for g in groups for c in g] if groups and groups[0][0].token_ids is not None else None
-    per_reward = [call_reward(f, completions, columns, flat_prompts, ids, log_extra=log_extra,
-                              log_metric=log_metric) for f in funcs]
-    return {"per_reward": per_reward, "totals": weighted_totals(per_reward, weights), "extras": extras,
-            "metrics": metrics, "completions": completions, "n": n}
+    scored = score_batch(funcs, weights, completions, [r for r in rows for _ in range(n)],
+                         [p for p in prompts for _ in range(n)], ids)
+    return {"per_reward": scored.per_reward, "totals": scored.totals, "extras": scored.extras,
+            "metrics": scored.metrics, "completions": completions, "n": n}
 
 
 def analyze(funcs, weights, prompts: list, rows: list[dict], groups: list[list[Any]],

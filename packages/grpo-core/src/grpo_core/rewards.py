@@ -272,10 +272,10 @@ def validate(reward: Reward) -> Reward:
     (``target=0``, a bad schema) fail now, before any model loads."""
     if isinstance(reward, AsyncReward):
         return reward
-    columns = {c: [] for c in reward.required_columns}
+    from .scoring import call_reward
+
     try:
-        reward(prompts=[], completions=[], completion_ids=[], trainer_state=None,
-               log_metric=lambda *a, **k: None, log_extra=lambda *a, **k: None, **columns)
+        call_reward(reward, [], {c: [] for c in reward.required_columns}, [], [])
     except (ValueError, TypeError) as exc:
         args = ", ".join(f"{k}={v!r}" for k, v in reward.params.items())
         raise RewardParamError(f"reward '{reward.name}({args})' rejects its parameters: {exc}") from None

@@ -123,6 +123,50 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
     return values
 
 
+@dataclass
+class ScoredBatch:
+    """One batch scored by every reward: per-reward values, TRL's weighted totals,
+    and what the rewards logged (``log_extra`` columns, ``log_metric`` values)."""
+
+    per_reward: list[list[float | None]]
+    totals: list[float]
+    extras: dict[str, list] = field(default_factory=dict)
+    metrics: dict[str, list] = field(default_factory=dict)
+
+
+ROW_ONLY = ("prompt", "completion", "completion_ids")
+
+
+def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, rows: Sequence[dict] = (),
+                prompts: list | None = None, completion_ids: list | None = None,
+                columns: dict[str, list] | None = None, skip_model_rewards: bool = False) -> ScoredBatch:
+    """Score a batch the way TRL does: each reward called once, with every dataset
+    column of ``rows`` (one row per completion) or ``columns``, the prompts and the
+    token ids. ``skip_model_rewards``: a reward that needs a model (a reward model)
+    scores None instead of loading it."""
+    if columns is None:
+        keys = [k for k in (rows[0] if rows else {}) if k not in ROW_ONLY]
+        columns = {k: [r.get(k) for r in rows] for k in keys}
+    extras: dict[str, list] = {}
+    metrics: dict[str, list] = {}
+
+    def log_extra(name: str, values: list) -> None:
+        extras.setdefault(name, []).extend(values)
+
+    def log_metric(name: str, value: float) -> None:
+        metrics.setdefault(name, []).append(float(value))
+
+    per_reward = [[None] * len(completions) if skip_model_rewards and needs_model(f)
+                  else call_reward(f, completions, columns, prompts, completion_ids, log_extra, log_metric)
+                  for f in funcs]
+    return ScoredBatch(per_reward, weighted_totals(per_reward, weights), extras, metrics)
+
+
+def needs_model(reward) -> bool:
+    """A reward that loads a model to score (``model.classifier``)."""
+    return bool(getattr(getattr(reward, "func", reward), "grpo_needs_model", False))
+
+
 def weighted_totals(per_reward: list[list[float | None]], weights: Sequence[float]) -> list[float]:
     """TRL's total: the weighted sum with ``None`` treated as missing (nansum)."""
     n = len(per_reward[0]) if per_reward else 0

@@ -59,22 +59,34 @@ class TrainResult:
 # ------------------------------------------------------------------ data
 
 
-def build_datasets(cfg: RunConfig):
-    """``(train, eval or None)`` with TRL's conversational ``prompt`` column."""
-    from .data import build_prompts, load_dataset
+def build_datasets(cfg: RunConfig, eval_split: str | None = None):
+    """``(train, eval or None)`` with TRL's conversational ``prompt`` column, built the
+    one way training, eval, preflight and check see them: the system prompt, and the
+    few-shot examples taken from the start of the training split (never trained on)
+    in every split's prompts. ``eval_split`` overrides ``dataset.eval_split``."""
+    from .data import build_prompts, load_dataset, take_few_shot
 
     d = cfg.dataset
     train = load_dataset(d.name, split=d.split, **d.params)
     few_shot = d.few_shot
-    if isinstance(few_shot, int) and not isinstance(few_shot, bool) and few_shot > 0:
-        few_shot = [dict(train[i]) for i in range(min(few_shot, len(train) - 1))]
-        train = train.select(range(len(few_shot), len(train)))  # never train on a shown example
+    if few_shot and "question" in train.column_names:
+        few_shot, train = take_few_shot(train, few_shot)
     train = build_prompts(train, d.system_prompt, few_shot or 0, d.answer_template)
     eval_ds = None
-    if d.eval_split:
-        eval_ds = load_dataset(d.name, split=d.eval_split, **{**d.params, **d.eval_params})
+    if eval_split or d.eval_split:
+        eval_ds = load_dataset(d.name, split=eval_split or d.eval_split, **{**d.params, **d.eval_params})
         eval_ds = build_prompts(eval_ds, d.system_prompt, few_shot or 0, d.answer_template)
     return train, eval_ds
+
+
+def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
+    """How training samples completions (GRPOConfig and the model section), as
+    ``generation.generate`` keywords: preflight and eval sample the same way."""
+    return dict(max_new_tokens=args.max_completion_length, temperature=args.temperature, top_p=args.top_p,
+                top_k=args.top_k, min_p=args.min_p, repetition_penalty=args.repetition_penalty, seed=args.seed,
+                chat_template_kwargs=getattr(args, "chat_template_kwargs", None),
+                threads=(cfg.model.generation_threads or 1) if device == "cpu" else None,
+                fast=fast_generation(cfg, args, device))
 
 
 # ------------------------------------------------------------------ planning
@@ -462,17 +474,21 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
 
 
 def _stage_callbacks(r: Run, p: StagePlan) -> dict:
-    from .callbacks import make_callbacks
+    from .callbacks import (
+        AdaptiveWeightsCallback,
+        HealthCallback,
+        InterruptCallback,
+        MetricsCallback,
+    )
 
-    cb = make_callbacks()
     name, cfg = p.section.name, r.cfg
-    out = {"metrics": cb["MetricsCallback"](r.root / METRICS, name, r.offset, stream=r.stream),
-           "interrupt": cb["InterruptCallback"]()}
+    out = {"metrics": MetricsCallback(r.root / METRICS, name, r.offset, stream=r.stream),
+           "interrupt": InterruptCallback()}
     if cfg.health.enabled:
-        out["health"] = cb["HealthCallback"](cfg.health, r.root / HEALTH, name, r.offset,
+        out["health"] = HealthCallback(cfg.health, r.root / HEALTH, name, r.offset,
                                              warn=lambda m: r.log(f"warning: {m}"))
     if cfg.adaptive is not None:
-        out["adaptive"] = cb["AdaptiveWeightsCallback"](cfg.adaptive, [f.__name__ for f in p.funcs], p.weights)
+        out["adaptive"] = AdaptiveWeightsCallback(cfg.adaptive, [f.__name__ for f in p.funcs], p.weights)
     return out
 
 

@@ -80,48 +80,62 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
         )
 
 
+def eval_prompts(cfg, split: str, limit: int):
+    """The held-out rows, prompted as training prompts them (system prompt and the
+    training split's few-shot examples)."""
+    from ..train import build_datasets
+
+    _, held = build_datasets(cfg, eval_split=split)
+    return held.select(range(min(limit, len(held))))
+
+
+def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
+    """Training's sampling settings; greedy when one completion per prompt."""
+    from ..train import sampling_settings
+
+    settings = sampling_settings(cfg, stage_args, device)
+    return {**settings, "do_sample": samples > 1}
+
+
 def run(args) -> int:
     from ..config import detect_device, load_config
-    from ..data import build_prompts, load_dataset
     from ..errors import GrpoError
     from ..generation import generate, load_policy
-    from ..scoring import call_reward, weighted_totals
-    from ..train import fast_generation, plan
+    from ..scoring import score_batch
+    from ..train import plan
 
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
     _check_checkpoint(args.checkpoint, cfg.model.id)
     device = detect_device()
-    d = cfg.dataset
-    split = args.split or d.eval_split or "test"
-    ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
-    ds = build_prompts(ds, d.system_prompt, 0, d.answer_template).select(range(min(args.limit, len(ds))))
+    split = args.split or cfg.dataset.eval_split or "test"
+    ds = eval_prompts(cfg, split, args.limit)
     stage = plan(cfg, ds.column_names, device=device)[-1]  # the final objective
-    a = stage.args
     rows = [ds[i] for i in range(len(ds))]
     prompts = [r["prompt"] for r in rows]
-    columns = {k: [r[k] for r in rows for _ in range(args.samples)] for k in ds.column_names if k != "prompt"}
-    sampled = args.samples > 1
+    sampling = eval_sampling(cfg, stage.args, device, args.samples)
     results = {}
     for label, target in (("base", cfg.model.id), ("trained", str(args.checkpoint))):
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device)
-        groups = generate(model, tok, prompts, n=args.samples, max_new_tokens=a.max_completion_length,
-                          temperature=a.temperature, top_p=a.top_p, do_sample=sampled, seed=a.seed,
-                          threads=(cfg.model.generation_threads or 1) if device == "cpu" else None,
-                          fast=fast_generation(cfg, a, device))
+        groups = generate(model, tok, prompts, n=args.samples, **sampling)
         del model
-        texts = [c.text for g in groups for c in g]
-        flat_prompts = [p for p in prompts for _ in range(args.samples)]
-        per = [call_reward(f, texts, columns, flat_prompts) for f in stage.funcs]
-        results[label] = _summary(stage.funcs, per, weighted_totals(per, stage.weights), groups)
+        scored = score_batch(stage.funcs, stage.weights, [c.text for g in groups for c in g],
+                             [r for r in rows for _ in range(args.samples)],
+                             [p for p in prompts for _ in range(args.samples)])
+        results[label] = _summary(stage.funcs, scored.per_reward, scored.totals, groups)
+    _report(args, split, rows, sampling["do_sample"], cfg.model.id, results)
+    return 0
+
+
+def _report(args, split: str, rows: list, sampled: bool, base_model: str, results: dict) -> None:
     base, trained = results["base"], results["trained"]
     delta = {k: (trained[k] - base[k]) if isinstance(base[k], float) and isinstance(trained[k], float) else None
              for k in base}
     report = {"split": split, "prompts": len(rows), "samples": args.samples, "greedy": not sampled,
-              "checkpoint": str(args.checkpoint), "base_model": cfg.model.id,
+              "checkpoint": str(args.checkpoint), "base_model": base_model,
               "base": base, "trained": trained, "delta": delta}
     keys = [k for k in base if k != "n"]
     print(table([[k, _fmt(base[k]), _fmt(trained[k]), _fmt(delta[k], signed=True)] for k in keys],
@@ -129,7 +143,6 @@ def run(args) -> int:
     out = args.output or args.checkpoint / "eval.json"
     out.write_text(json.dumps(report, indent=2))
     print(f"report written to {out}")
-    return 0
 
 
 def _fmt(v, signed: bool = False) -> str:

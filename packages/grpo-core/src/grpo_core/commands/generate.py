@@ -46,7 +46,7 @@ def run(args) -> int:
     from ..data import build_prompt, check_columns, resolve_system_prompt
     from ..generation import generate, load_policy
     from ..rewards import compose_rewards
-    from ..scoring import call_reward, weighted_totals
+    from ..scoring import score_batch
 
     rows = _rows(args)
     funcs, weights = compose_rewards(args.rewards) if args.rewards else ([], [])
@@ -62,10 +62,9 @@ def run(args) -> int:
         texts = [c.text for c in group]
         scores = []
         if funcs:
-            columns = {k: [v] * len(texts) for k, v in row.items() if k not in ("prompt", "completion")}
-            per = [call_reward(f, texts, columns, [prompt] * len(texts)) for f in funcs]
-            totals = weighted_totals(per, weights)
-            scores = [dict({f.__name__: p[i] for f, p in zip(funcs, per)}, total=totals[i]) for i in range(len(texts))]
+            scored = score_batch(funcs, weights, texts, [row] * len(texts), [prompt] * len(texts))
+            scores = [dict({f.__name__: p[i] for f, p in zip(funcs, scored.per_reward)}, total=scored.totals[i])
+                      for i in range(len(texts))]
         if args.json:
             for i, c in enumerate(group):
                 print(json.dumps({"prompt": prompt, "completion": c.text, "num_tokens": c.num_tokens,

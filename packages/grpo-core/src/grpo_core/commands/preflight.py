@@ -26,25 +26,19 @@ def add_parser(sub) -> None:
 
 def sample_groups(cfg, stage_plan, rows, device: str, log=print):
     """Load the configured base model and sample one group per prompt with the
-    stage's generation settings."""
+    stage's generation settings (training's, from ``train.sampling_settings``)."""
     from ..generation import generate
     from ..models import load
-    from ..train import fast_generation
+    from ..train import sampling_settings
 
     a = stage_plan.args
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
                             revision=cfg.model.revision, device=device, log=log)
     model.to(device).eval()
     prompts = [r["prompt"] for r in rows]
-    groups = generate(
-        model, tokenizer, prompts, n=a.num_generations, max_new_tokens=a.max_completion_length,
-        temperature=a.temperature, top_p=a.top_p, top_k=a.top_k, min_p=a.min_p,
-        repetition_penalty=a.repetition_penalty, seed=a.seed,
-        batch_size=max(1, 64 // max(a.num_generations, 1)),  # ~64 sequences per generate call
-        chat_template_kwargs=getattr(a, "chat_template_kwargs", None),
-        threads=(cfg.model.generation_threads or 1) if device == "cpu" else None,
-        fast=fast_generation(cfg, a, device),
-    )
+    groups = generate(model, tokenizer, prompts, n=a.num_generations,
+                      batch_size=max(1, 64 // max(a.num_generations, 1)),  # ~64 sequences per generate call
+                      **sampling_settings(cfg, a, device))
     return prompts, groups
 
 

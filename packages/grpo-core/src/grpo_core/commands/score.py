@@ -111,25 +111,21 @@ class _Side:
 
     def score(self, batch, keys: set, path: Path) -> tuple[list, list, dict]:
         """(scores per reward, weighted totals, what the rewards logged per row)."""
-        from ..scoring import call_reward, weighted_totals
+        from ..scoring import ROW_ONLY, score_batch
 
         rows = [r for _, r in batch]
-        columns = {k: [r.get(k) for r in rows] for k in keys - {"completion", "prompt", "completion_ids"}}
         for f in self.funcs:
             _require(f, batch, keys, path)
-        extras: dict[str, list] = {}
-        prompts = [r.get("prompt") for r in rows] if "prompt" in keys else None
-        ids = [r.get("completion_ids") for r in rows] if "completion_ids" in keys else None
-        per_reward = [call_reward(f, [r["completion"] for r in rows], columns, prompts, ids,
-                                  log_extra=lambda name, values: extras.setdefault(name, list(values)))
-                      for f in self.funcs]
-        totals = weighted_totals(per_reward, self.weights)
-        for s, values in zip(self.stats, per_reward):
+        scored = score_batch(self.funcs, self.weights, [r["completion"] for r in rows],
+                             prompts=[r.get("prompt") for r in rows] if "prompt" in keys else None,
+                             completion_ids=[r.get("completion_ids") for r in rows] if "completion_ids" in keys else None,
+                             columns={k: [r.get(k) for r in rows] for k in keys - set(ROW_ONLY)})
+        for s, values in zip(self.stats, scored.per_reward):
             s.add(values)
-        self.total.add(totals)
+        self.total.add(scored.totals)
         if self.flat:
-            self.flat.add(totals)
-        return per_reward, totals, extras
+            self.flat.add(scored.totals)
+        return scored.per_reward, scored.totals, scored.extras
 
     def record(self, i: int, per_reward, totals, extras) -> dict:
         """Row ``i``'s scores, keyed ``<prefix><reward>``, ``<prefix>total``, ``<prefix><logged>``."""
