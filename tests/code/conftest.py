@@ -13,7 +13,7 @@ import pytest
 
 import grpo_rewards_code
 from grpo_rewards_code import sandbox
-from grpo_rewards_code.runner import MARKER
+from grpo_rewards_code.runner import our_processes
 
 BACKENDS = ("bwrap", "unshare", "rlimits")
 
@@ -33,19 +33,10 @@ def backend(request):
 
 
 def sandbox_pids() -> set[int]:
-    """Every process on the host running the sandbox harness (its docstring is in the
-    command line), wherever it was reparented: what a leak would leave behind."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if MARKER.encode() in f.read():
-                    found.add(int(entry))
-        except OSError:
-            continue
-    return found
+    """Processes anywhere on the host (reparented or not) that belong to sandbox runs
+    this test process started: what a leak would leave behind. Other processes'
+    sandboxes (a suite running beside this one) are not counted."""
+    return set(our_processes())
 
 
 def children() -> set[int]:

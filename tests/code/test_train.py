@@ -76,7 +76,7 @@ def test_two_steps_of_grpo_train_with_code_tests(plugins, tiny_model, write, tmp
     steps = [r for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "reward" in r]
     assert [r["step"] for r in steps] == [1, 2]
     for r in steps:
-        assert r["rewards/code.tests/mean"] == 0.0  # a random model writes no code ...
-        assert r["code.tests/no_code"] == 1.0  # ... and says so
-        assert r["rewards/test.gold_with_comment/mean"] == 1.0  # the sandbox ran under training
-        assert r["code.tests/sandbox_errors"] == 0.0
+        assert r["rewards/code.tests/mean"] == 0.0, r  # a random model writes no code ...
+        assert r["code.tests/no_code"] == 1.0, r  # ... and says so
+        assert r["rewards/test.gold_with_comment/mean"] == 1.0, r  # the sandbox ran under training
+        assert r["code.tests/sandbox_errors"] == 0.0, r

@@ -185,11 +185,10 @@ def _seccomp_program(table, mypid):
 
 
 def _seccomp():
-    import platform
     import struct
 
     table = {"x86_64": _X86_64, "amd64": _X86_64, "aarch64": _AARCH64, "arm64": _AARCH64}.get(
-        platform.machine().lower())
+        os.uname().machine.lower())
     if table is None:
         return False
     ctypes, libc = _libc()
@@ -248,7 +247,8 @@ def _plain_types():
 
 
 def _make_checks(dict_keys=dict.keys, dict_values=dict.values):
-    """``__grpo_truth__`` and ``__grpo_cmp__`` for rewritten asserts: a check that
+    """``__grpo_truth__`` and ``__grpo_cmp__``, which the rewritten asserts call
+    (``grpo_rewards_code.asserts``): a check that
     meets a value built from anything but plain built-in types (compared with a
     plain one, or used as a truth value) fails the test, negated or not, so an
     object whose ``__eq__`` always says True earns nothing."""
@@ -294,38 +294,10 @@ def _make_checks(dict_keys=dict.keys, dict_values=dict.values):
     return {"__grpo_truth__": truth, "__grpo_cmp__": compare}
 
 
-def _rewrite_asserts(tree):
-    import ast
-
-    def call(name, args):
-        return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[])
-
-    def check(node):
-        if isinstance(node, ast.Compare):
-            names = ast.Tuple(elts=[ast.Constant(value=_type(op).__name__) for op in node.ops], ctx=ast.Load())
-            return call("__grpo_cmp__", [names, node.left] + list(node.comparators))
-        if isinstance(node, ast.BoolOp):
-            return ast.BoolOp(op=node.op, values=[call("__grpo_truth__", [check(v)]) for v in node.values])
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return ast.UnaryOp(op=node.op, operand=call("__grpo_truth__", [check(node.operand)]))
-        return node
-
-    class Rewriter(ast.NodeTransformer):
-        def visit_Assert(self, node):
-            self.generic_visit(node)
-            new = ast.Assert(test=call("__grpo_truth__", [check(node.test)]), msg=node.msg)
-            return ast.copy_location(new, node)
-
-    return ast.fix_missing_locations(Rewriter().visit(tree))
-
-
-def _compile_test(source, index, strict):
-    import ast
-
-    tree = ast.parse(source, f"<test {index}>")
-    if strict:
-        tree = _rewrite_asserts(tree)
-    return compile(tree, f"<test {index}>", "exec")
+def _compile_test(source, index):
+    """Tests arrive with their asserts already rewritten (``grpo_rewards_code.asserts``,
+    in the trainer): compiling them here needs no ``ast`` import."""
+    return compile(source, f"<test {index}>", "exec")
 
 
 # ------------------------------------------------------------------ the jobs
@@ -352,7 +324,7 @@ def _run_tests(p, emit):
     compiled = []
     for i, source in enumerate(p["tests"]):
         try:
-            compiled.append(_compile_test(source, i, p.get("strict", True)))
+            compiled.append(_compile_test(source, i))
         except BaseException as exc:
             compiled.append(exc)
     ns = _fresh_main()

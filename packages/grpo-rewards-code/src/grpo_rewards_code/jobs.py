@@ -58,7 +58,7 @@ class Job:
     setup: str = ""
     mode: str = "tests"
     stdin: str = ""
-    strict: bool = True  # asserts compare plain values only (see grpo_rewards_code._harness)
+    strict: bool = True  # asserts compare plain values only (see grpo_rewards_code.asserts)
 
 
 @dataclass
@@ -105,6 +105,15 @@ class Result:
         return "failed" if self.tests else "ran"
 
 
+def prepared_tests(job: Job) -> list[str]:
+    """The tests as the harness gets them: asserts rewritten when ``job.strict``."""
+    if not job.strict:
+        return list(job.tests)
+    from .asserts import rewrite
+
+    return [rewrite(t) for t in job.tests]
+
+
 def read_verdicts(res: Result, token: str, data: bytes) -> set[str]:
     """Fill ``res`` from the verdict lines in ``data`` that carry ``token`` (anything
     else is ignored: the code may print what it likes); the kinds of line seen."""
@@ -132,4 +141,4 @@ def read_verdicts(res: Result, token: str, data: bytes) -> set[str]:
     return seen
 
 
-__all__ = ["Limits", "Job", "Result", "SYNTAX_ERRORS", "read_verdicts"]
+__all__ = ["Limits", "Job", "Result", "SYNTAX_ERRORS", "prepared_tests", "read_verdicts"]

@@ -25,7 +25,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from .backends import harness_source
-from .jobs import Job, Limits, Result, read_verdicts
+from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
 
 MAX_REPLY = 16 << 20  # bytes of a reply read
 HTTP_MARGIN = 30.0  # seconds on top of the run's limit for the request itself
@@ -33,8 +33,8 @@ HTTP_MARGIN = 30.0  # seconds on top of the run's limit for the request itself
 
 def program(job: Job, limits: Limits, token: str) -> str:
     """The self-contained program for one job: harness + the job as a literal."""
-    payload = {"token": token, "mode": job.mode, "code": job.code, "tests": list(job.tests),
-               "setup": job.setup, "stdin": job.stdin, "strict": job.strict,
+    payload = {"token": token, "mode": job.mode, "code": job.code, "tests": prepared_tests(job),
+               "setup": job.setup, "stdin": job.stdin,
                "limits": limits.for_harness(), "seccomp": limits.seccomp, "channel": -1,
                "best_effort": True}
     return harness_source() + "\n_main(" + repr(payload) + ")\n"

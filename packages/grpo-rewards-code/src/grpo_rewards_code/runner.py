@@ -26,15 +26,15 @@ import time
 from collections import deque
 
 from .backends import Backend
-from .jobs import Job, Limits, Result, read_verdicts
+from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
 
 CHANNEL_CAP = 256 << 10  # verdict bytes: a test line is ~45 bytes
 KEEP = 64 << 10  # stdout / stderr bytes kept for the result
 EXIT_GRACE = 2.0  # seconds a killed process may take to go before it is left to the exit hook
-MARKER = "grpo-code-sandbox-harness"  # in every harness's command line (its docstring)
 
 _lock = threading.Lock()
 _live: dict[int, subprocess.Popen] = {}
+_run_ids: deque[str] = deque(maxlen=100_000)  # runs started here, newest last
 _owner = os.getpid()
 _hook = False
 
@@ -125,6 +125,25 @@ def _make_sure_gone(run_id: str) -> None:
         time.sleep(0.005)
 
 
+def our_processes() -> list[int]:
+    """Processes anywhere on the host that belong to runs this process started
+    (found by run id in /proc, reparented or not). Between batches: none."""
+    with _lock:
+        ids = {i.encode() for i in _run_ids}
+    if not ids:
+        return []
+    found = []
+    for pid in _pids_with(b"grpo-run-"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if ids.intersection(argv):
+            found.append(pid)
+    return found
+
+
 def _remove_tree(path: str) -> None:
     def retry(func, p, _exc):
         try:
@@ -155,6 +174,8 @@ class _Run:
         self.job, self.limits, self.sel = job, limits, sel
         self.token = secrets.token_hex(16)  # only the harness sees it (stdin)
         self.run_id = "grpo-run-" + secrets.token_hex(8)  # on the command line, for /proc
+        with _lock:
+            _run_ids.append(self.run_id)
         self.start = time.monotonic()
         self.deadline = self.start + limits.timeout
         self.killed: str | None = None
@@ -175,8 +196,8 @@ class _Run:
         read, write = os.pipe()
         write = _high_fd(write)
         payload = {"token": self.token, "mode": self.job.mode, "code": self.job.code,
-                   "tests": list(self.job.tests), "setup": self.job.setup, "stdin": self.job.stdin,
-                   "strict": self.job.strict, "limits": self.limits.for_harness(),
+                   "tests": prepared_tests(self.job), "setup": self.job.setup, "stdin": self.job.stdin,
+                   "limits": self.limits.for_harness(),
                    "seccomp": self.limits.seccomp, "channel": write, **backend.payload(self.host_dir)}
         try:
             self.proc = subprocess.Popen(
@@ -363,4 +384,4 @@ def run_jobs(jobs: list[Job], backend: Backend, limits: Limits, workers: int) ->
     return results  # type: ignore[return-value]
 
 
-__all__ = ["run_jobs", "kill_all", "live_count", "MARKER"]
+__all__ = ["run_jobs", "kill_all", "live_count", "our_processes"]
