@@ -22,6 +22,24 @@ pip() {
   set -e
   return "$rc"
 }
+# The code rewards' sandbox (grpo-rewards-code) uses bubblewrap when it is there and falls
+# back to unshare or resource limits without it: install it when we can, never fail on it.
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    as_root=""
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    as_root="sudo -n"
+  else
+    as_root="no"
+  fi
+  if [ "$as_root" != "no" ]; then
+    echo "setup: installing bubblewrap (the code rewards' sandbox)"
+    { $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } \
+      >/dev/null 2>&1 || echo "setup: could not install bubblewrap; the code rewards will use unshare or rlimits"
+  else
+    echo "setup: bubblewrap is missing and there is no root or sudo to install it; the code rewards will use unshare or rlimits"
+  fi
+fi
 echo "setup: installing torch (CPU build first, so nothing pulls a CUDA build)"
 pip install -q "torch==2.13.0"
 echo "setup: installing grpo packages, the example plugin and dev tools"
@@ -30,6 +48,7 @@ pip install -q \
   -e packages/grpo-rewards-math \
   -e packages/grpo-rewards-format \
   -e packages/grpo-datasets \
+  -e packages/grpo-rewards-code \
   -e examples/grpo-acme \
   -e ".[dev]"
 touch "$stamp"
