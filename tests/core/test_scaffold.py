@@ -52,7 +52,7 @@ def test_an_existing_directory_is_never_overwritten(tmp_path):
 
 
 @pytest.mark.parametrize("name, owner", [("math", "grpo-rewards-math"), ("length", "grpo-rewards-format"),
-                                         ("datasets", "grpo-datasets")])
+                                         ("datasets", "grpo-datasets"), ("code", "grpo-rewards-code")])
 def test_a_namespace_of_ours_is_refused(tmp_path, name, owner):
     with pytest.raises(GrpoError) as info:
         create(name, tmp_path / "out")

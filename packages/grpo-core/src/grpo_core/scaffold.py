@@ -50,7 +50,8 @@ def taken_by(namespace: str, distribution: str) -> str | None:
         owner = _normalize(ep.dist.name) if ep.dist is not None else None
         if ep.name == namespace and owner != distribution:
             return owner or ep.value
-    known = {**KNOWN_NAMESPACES, "datasets": "grpo-datasets", "core": "grpo-core", "grpo": "grpo-core"}
+    known = {"code": "grpo-rewards-code", "datasets": "grpo-datasets", "core": "grpo-core", "grpo": "grpo-core",
+             **KNOWN_NAMESPACES}  # our own namespaces, installed or not
     if namespace in known:
         return known[namespace]
     return KNOWN_DATASETS.get(namespace)
