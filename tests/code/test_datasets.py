@@ -56,9 +56,10 @@ def test_humaneval_rows(load, write, tmp_path):
     assert row["question"].startswith("Write the Python function `has_close_elements` below, whole")
     assert f"{FENCE}python\nfrom typing import List\n\n\ndef has_close_elements(" in row["question"]
     assert row["tests"] == [HUMANEVAL[0]["test"].strip("\n") + "\n\n\ncheck(has_close_elements)"]
-    assert row["test_setup"] == "from typing import List\n"
+    # the prompt runs first (its imports and helpers); the completion's function replaces its stub
+    assert row["test_setup"] == HUMANEVAL[0]["prompt"]
+    assert ds[1]["test_setup"] == HUMANEVAL[1]["prompt"].lstrip("\n")
     assert row["answer"] == HUMANEVAL[0]["prompt"] + HUMANEVAL[0]["canonical_solution"]
-    assert ds[1]["test_setup"] == ""
     with pytest.raises(Exception, match=r"no folder for config 'main' under .*; it has openai_humaneval"):
         load("humaneval", path=str(tmp_path / "humaneval"), config="main")
 
@@ -102,3 +103,16 @@ def test_code_files_errors_name_the_columns_and_skip_rows_without_tests(load, wr
     assert ds["question"] == ["Add."]
     with pytest.raises(Exception, match=r"dataset 'code.files' needs path="):
         load("code.files")
+
+
+def test_humaneval_tests_may_call_the_prompts_helpers(load, write, tmp_path):
+    # like HumanEval/32 (find_zero's tests call poly from the prompt): a completion with the
+    # function alone still passes, the prompt having run first
+    row = {"task_id": "HumanEval/x", "entry_point": "find_zero", "canonical_solution": "    return -c[0] / c[1]\n",
+           "prompt": "def poly(c, x):\n    return sum(a * x ** i for i, a in enumerate(c))\n\n\n"
+                     "def find_zero(c: list):\n    \"\"\"The zero of a line c[0] + c[1] x.\"\"\"\n",
+           "test": "def check(candidate):\n    assert abs(poly([2, 4], candidate([2, 4]))) < 1e-9\n"}
+    ds = load("humaneval", path=str(write.parquet(tmp_path / "he" / "test-00000-of-00001.parquet", [row])))
+    only_the_function = f"{FENCE}python\ndef find_zero(c):\n    return -c[0] / c[1]\n{FENCE}"
+    assert rewards.tests([only_the_function], tests=ds["tests"], test_setup=ds["test_setup"]) == [1.0]
+    assert rewards.tests([only_the_function], tests=ds["tests"]) == [0.0]  # NameError: poly

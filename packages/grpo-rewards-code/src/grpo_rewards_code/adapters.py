@@ -187,17 +187,6 @@ HUMANEVAL_FIX = ("The humaneval adapter reads openai/openai_humaneval's layout (
                  "canonical_solution, test, entry_point); for other layouts use 'code.files'.")
 
 
-def humaneval_imports(prompt: str) -> str:
-    """The prompt's top-level imports (before its first definition)."""
-    lines = []
-    for line in prompt.splitlines():
-        if line.startswith(("def ", "class ", "@")):
-            break
-        if line.startswith(("import ", "from ")):
-            lines.append(line)
-    return "\n".join(lines) + "\n" if lines else ""
-
-
 def _humaneval_batch(batch):
     out = {"question": [], "tests": [], "test_setup": [], "answer": []}
     for prompt, solution, test, entry in zip(batch["prompt"], batch["canonical_solution"], batch["test"],
@@ -206,7 +195,9 @@ def _humaneval_batch(batch):
             f"Write the Python function `{entry}` below, whole (signature, body and any imports it needs)."
             f"\n\n```python\n{prompt.strip()}\n```")
         out["tests"].append([f"{source_code(test)}\n\ncheck({entry})"])
-        out["test_setup"].append(humaneval_imports(prompt))
+        # the prompt itself (imports, helpers such as HumanEval/32's poly, the stub) runs
+        # first: the tests may call its helpers; the completion's function replaces the stub
+        out["test_setup"].append(source_code(prompt))
         out["answer"].append(source_code(prompt + solution))
     return out
 

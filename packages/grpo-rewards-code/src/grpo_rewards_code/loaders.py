@@ -62,8 +62,9 @@ def load_humaneval(
 
     ``question`` shows the signature and docstring and asks for the whole function;
     ``tests`` is one program (the row's ``test`` code, then ``check(<entry_point>)``);
-    ``test_setup`` holds the prompt's imports; ``answer`` is prompt + canonical
-    solution. HumanEval has only a ``test`` split (164 rows).
+    ``test_setup`` is the prompt itself (its imports and helper functions, which some
+    tests call; the completion's function then replaces the stub); ``answer`` is
+    prompt + canonical solution. HumanEval has only a ``test`` split (164 rows).
 
     :param path: a local copy in the hub's layout (``openai_humaneval/test-*.parquet``).
     """
