@@ -74,7 +74,7 @@ def _settings(timeout, memory_mb, workers, sandbox, endpoint):
     choice = sb.check_choice(sandbox, endpoint)
     if choice != "sandboxfusion":
         sb.backend(choice)  # probed once per process
-    return limits, choice
+    return limits, choice, workers, endpoint
 
 
 def _execute(jobs: list, limits, workers, sandbox, endpoint) -> list:
@@ -129,6 +129,40 @@ def _extract_all(completions: Sequence) -> list[Extraction]:
     return out
 
 
+def _judge(name: str, completions: Sequence, rows: list | None, kwargs: dict, settings, score) -> list:
+    """Run each completion's code (with its row's tests; ``rows=None``: no tests) and
+    score what ran with ``score(result, tests)``: 0.0 without parseable code, None for a
+    row without tests or a sandbox failure. Logs the causes."""
+    from .jobs import Job
+
+    limits, choice, workers, endpoint = settings
+    setups = _setups(completions, kwargs)
+    extractions = _extract_all(completions)
+    needs_tests = rows is not None
+    rows = rows if needs_tests else [()] * len(completions)
+    todo = [i for i, (e, t) in enumerate(zip(extractions, rows)) if not e.why and (t or not needs_tests)]
+    results = _execute([Job(extractions[i].code, rows[i], setups[i]) for i in todo], limits, workers, choice,
+                       endpoint)
+    by_item = dict(zip(todo, results))
+    out: list[tuple[float | None, str]] = []
+    for i, e in enumerate(extractions):
+        r = by_item.get(i)
+        if needs_tests and not rows[i]:
+            out.append((None, "no_tests"))
+        elif e.code is None:
+            out.append((0.0, "no_code"))
+        elif e.why:
+            out.append((0.0, e.why))
+        elif r.status == "sandbox_error":
+            out.append((None, "sandbox_error"))
+        else:
+            out.append((score(r, rows[i]), r.cause))
+    scores, causes = [s for s, _ in out], [c for _, c in out]
+    _report(name, results)
+    _log(kwargs, name, extractions, causes)
+    return scores
+
+
 def tests(
     completions: list,
     tests: list,
@@ -161,41 +195,17 @@ def tests(
     (bwrap, else unshare, else rlimits), a backend by name, or ``sandboxfusion``
     with ``endpoint`` (a remote service).
     """
-    limits, choice = _settings(timeout, memory_mb, workers, sandbox, endpoint)
+    settings = _settings(timeout, memory_mb, workers, sandbox, endpoint)
     if not completions:
         return []
     rows = [tests_of(t) for t in _aligned("tests", completions, tests)]
-    setups = _setups(completions, kwargs)
-    extractions = _extract_all(completions)
-    from .jobs import Job
 
-    todo = [i for i, (e, t) in enumerate(zip(extractions, rows)) if e.code is not None and not e.why and t]
-    results = _execute([Job(extractions[i].code, rows[i], setups[i]) for i in todo], limits, workers, choice,
-                       endpoint)
-    by_item = dict(zip(todo, results))
-    scores: list[float | None] = []
-    causes: list[str] = []
-    for i, (e, t) in enumerate(zip(extractions, rows)):
-        r = by_item.get(i)
-        if e.code is None:
-            scores.append(0.0)
-            causes.append("no_code")
-        elif not t:
-            scores.append(None)
-            causes.append("no_tests")
-        elif e.why:
-            scores.append(0.0)
-            causes.append(e.why)
-        elif r.status == "sandbox_error":
-            scores.append(None)
-            causes.append("sandbox_error")
-        else:
-            share = r.passed / len(t)
-            scores.append((1.0 if r.passed == len(t) else 0.0) if all_or_nothing else share)
-            causes.append(r.cause)
-    _report("code.tests", results)
-    _log(kwargs, "code.tests", extractions, causes)
-    return scores
+    def score(result, row_tests):
+        if all_or_nothing:
+            return 1.0 if result.passed == len(row_tests) else 0.0
+        return result.passed / len(row_tests)
+
+    return _judge("code.tests", completions, rows, kwargs, settings, score)
 
 
 def runs(
@@ -216,35 +226,10 @@ def runs(
     ``/sandbox_errors``, ...). A shaping reward: code that defines a function and
     never calls it runs; pair it with ``code.tests``.
     """
-    limits, choice = _settings(timeout, memory_mb, workers, sandbox, endpoint)
+    settings = _settings(timeout, memory_mb, workers, sandbox, endpoint)
     if not completions:
         return []
-    setups = _setups(completions, kwargs)
-    extractions = _extract_all(completions)
-    from .jobs import Job
-
-    todo = [i for i, e in enumerate(extractions) if e.code is not None and not e.why]
-    results = _execute([Job(extractions[i].code, (), setups[i]) for i in todo], limits, workers, choice, endpoint)
-    by_item = dict(zip(todo, results))
-    scores: list[float | None] = []
-    causes: list[str] = []
-    for i, e in enumerate(extractions):
-        r = by_item.get(i)
-        if e.code is None:
-            scores.append(0.0)
-            causes.append("no_code")
-        elif e.why:
-            scores.append(0.0)
-            causes.append(e.why)
-        elif r.status == "sandbox_error":
-            scores.append(None)
-            causes.append("sandbox_error")
-        else:
-            scores.append(1.0 if r.ran_clean else 0.0)
-            causes.append(r.cause)
-    _report("code.runs", results)
-    _log(kwargs, "code.runs", extractions, causes)
-    return scores
+    return _judge("code.runs", completions, None, kwargs, settings, lambda result, _: 1.0 if result.ran_clean else 0.0)
 
 
 def code_format(completions: list, **kwargs: Any) -> list[float | None]:
