@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.config import load_config, training_args
+from grpo_core.config import load_config
+from grpo_core.grpo_args import training_args
 
 from .conftest import TINY
 
@@ -72,7 +73,7 @@ def test_section_overrides_on_the_command_line(toy_plugin, tmp_path):
                       "--rewards", "test.short(max_chars=10):2", "test.digits")
     assert run.lora["r"] == 8 and run.lora["lora_alpha"] == 8
     assert run.dataset.params == {"size": 5}
-    assert run.stages[0].rewards == ["test.short(max_chars=10):2", "test.digits"]
+    assert [str(s) for s in run.stages[0].rewards] == ["test.short(max_chars=10):2", "test.digits:1"]
 
 
 def test_lora_off_means_full_fine_tune(toy_plugin, tmp_path):

@@ -26,12 +26,13 @@ def test_quickstart_rewards(installed_plugins):
     from grpo_core.config import load_config
 
     cfg = load_config(EXAMPLES / "quickstart.yaml")
-    assert cfg.stages[0].rewards == ["math.correctness(fallback_last_number=True):1.0",
-                                     "length.soft_overlong(max_length=48, cache=40):1.0"]
+    assert [str(s) for s in cfg.stages[0].rewards] == ["math.correctness(fallback_last_number=True):1",
+                                                       "length.soft_overlong(max_length=48, cache=40):1"]
 
 
 def test_gsm8k_example_config_is_valid(installed_plugins):
-    from grpo_core.config import load_config, training_args
+    from grpo_core.config import load_config
+    from grpo_core.grpo_args import training_args
 
     cfg = load_config(EXAMPLES / "gsm8k.yaml")
     args = training_args(cfg, cfg.stages[0], device="cuda")

@@ -79,7 +79,7 @@ def test_trl_flags_on_the_command_line(trl_dir, tiny_model):
                              "--reward_funcs", "accuracy_reward", "my_rewards.has_digit", "--use_peft",
                              "--lora_r", "8", "--learning_rate", "1e-5"])
     assert cfg.model.id == str(tiny_model) and cfg.lora["r"] == 8 and cfg.lora["lora_alpha"] == 32
-    assert cfg.rewards == ["trl.rewards.accuracy_reward", "my_rewards.has_digit"]
+    assert [str(spec) for spec in cfg.stages[0].rewards] == ["trl.rewards.accuracy_reward:1", "my_rewards.has_digit:1"]
     assert cfg.cli_args == ["--learning_rate", "1e-5"]  # GRPOConfig's stay for TRL's parser
 
 
@@ -237,7 +237,7 @@ def test_a_reward_model_by_id_trains_and_is_logged(grpo, trl_dir, tiny_classifie
                 reward_weights=[1.0, 0.5], max_steps=1)
     (trl_dir / "rm.yaml").write_text(yaml.safe_dump(data))
     cfg = load_config(trl_dir / "rm.yaml")
-    assert cfg.rewards[0] == {"name": f"model.classifier(id={str(tiny_classifier)!r})", "weight": 1.0}
+    assert str(cfg.stages[0].rewards[0]) == f"model.classifier(id={str(tiny_classifier)!r}):1"
     code, out, err = grpo("rm.yaml", model=False, out=trl_dir / "rm-out")
     assert code == 0, err
     step = step_records(trl_dir / "rm-out" / "metrics.jsonl")[0]

@@ -325,11 +325,10 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
 def _stages(cfg, columns: list[str]) -> list[tuple]:
     """(name, funcs, weights, seed) per stage, checked against the dataset's columns."""
     from .data import check_columns
-    from .rewards import compose_rewards
 
     out = []
     for stage in cfg.stages:
-        funcs, weights = compose_rewards(stage.rewards)
+        funcs, weights = stage.funcs, stage.weights
         check_columns(columns, funcs, f"dataset '{cfg.dataset.name}'")
         seed = stage.training.get("seed", cfg.training.get("seed", _cli_value(cfg.cli_args, "seed", 42)))
         out.append((stage.name, funcs, weights, int(seed)))

@@ -115,8 +115,13 @@ class AdaptiveSection:
 @dataclass
 class StageSection:
     name: str
-    rewards: list
+    rewards: list  # RewardSpec, parsed once
     training: dict  # GRPOConfig overrides for this stage (max_steps, learning_rate, ...)
+    funcs: list = field(default_factory=list)  # the composed rewards, one per spec
+
+    @property
+    def weights(self) -> list[float]:
+        return [spec.weight for spec in self.rewards]
 
 
 @dataclass
@@ -129,14 +134,13 @@ class RunConfig:
     lora: dict | None
     merge: bool
     dataset: DatasetSection
-    rewards: list
     stages: list[StageSection]
     health: HealthSection
     adaptive: AdaptiveSection | None
     training: dict
     cli_args: list[str]
     explicit: set[str]  # GRPOConfig fields the user set (YAML or command line)
-    raw: dict  # the merged YAML + overrides, for the resolved config
+    env: dict = field(default_factory=dict)  # environment variables the config sets (apply_env)
 
     @property
     def multi_stage(self) -> bool:
@@ -358,23 +362,6 @@ def _check_lora(lora: dict) -> None:
         raise ConfigError(f"lora.lora_dropout is {dropout!r}; it must be a number in [0, 1).")
 
 
-def _check_rewards(specs: Any, where: str) -> list:
-    from .rewards import compose_rewards
-
-    if isinstance(specs, (str, dict)):
-        specs = [specs]
-    if not isinstance(specs, list) or not specs:
-        raise ConfigError(
-            f"{where}rewards must be a non-empty list of reward specs, e.g. "
-            f"['math.correctness:2.0', {{name: length.ideal, weight: 0.1, params: {{target: 300}}}}]; "
-            f"got {specs!r}."
-        )
-    _, weights = compose_rewards(specs)  # unknown names, bad params and weights fail here
-    if all(w == 0 for w in weights):
-        raise ConfigError(f"{where}every reward weight is 0: the model would get no learning signal.")
-    return specs
-
-
 def _take_trl_args(raw: dict, cli_args: list[str], cli_names: set[str]) -> None:
     """`trl grpo`'s script/model/dataset flags on the command line (--model_name_or_path
     X, --reward_funcs a b) join the YAML's before translation; GRPOConfig's stay."""
@@ -407,274 +394,162 @@ def _check_training(values: dict, where: str, known: dict) -> None:
 
 def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data: dict | None = None) -> RunConfig:
     """Read ``path`` (or ``data``), apply ``overrides`` and check everything that
-    can be checked without a model: option names, rewards, dataset name."""
+    can be checked without a model: option names, rewards, dataset name. Nothing
+    is changed outside the returned config (``apply_env`` sets its ``env``)."""
     raw = copy.deepcopy(data) if data is not None else (_read_yaml(path) if path else {})
     ours, cli_args, cli_names = split_overrides(list(overrides))
     for dotted, value in ours.items():
         _set_dotted(raw, dotted, value)
-
-    env = raw.pop("env", None) or {}
-    if not isinstance(env, dict):
-        raise ConfigError(f"'env' must be a mapping of environment variables, got {env!r}.")
-    for key, value in env.items():
-        os.environ[str(key)] = str(value)
-
+    env = _env(raw)
     from .trl_compat import translate
 
     _take_trl_args(raw, cli_args, cli_names)
     translate(raw)
     known = set(grpo_fields())
     training = {k: v for k, v in raw.items() if k not in SECTIONS}
+    _check_top_level(training, cli_names, known)
+    lora, merge = _lora(raw.get("lora"))
+    if merge and lora is None:
+        raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
+    return RunConfig(
+        path=str(path) if path else None, model=_model(raw), lora=lora, merge=merge, dataset=_dataset(raw),
+        stages=_stages(raw, known), health=_health(raw), adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
+        cli_args=cli_args, explicit=set(training) | set(cli_names), env=env,
+    )
+
+
+def apply_env(cfg: RunConfig) -> None:
+    """Set the config's ``env`` variables in this process (before torch starts CUDA)."""
+    for key, value in cfg.env.items():
+        os.environ[key] = value
+
+
+def _env(raw: dict) -> dict[str, str]:
+    env = raw.pop("env", None) or {}
+    if not isinstance(env, dict):
+        raise ConfigError(f"'env' must be a mapping of environment variables, got {env!r}.")
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def _check_top_level(training: dict, cli_names: set[str], known: set[str]) -> None:
     _check_training(training, "", known)
     for name in cli_names:
-        if name not in known and name not in REMOVED:
-            raise _unknown_key(name, "command line: ", sorted(known))
         if name in REMOVED:
             raise ConfigError(f"command line: '--{name}' is not a GRPOConfig field in TRL 1.16: {REMOVED[name]}.")
+        if name not in known:
+            raise _unknown_key(name, "command line: ", sorted(known))
     if "reward_weights" in training or "reward_weights" in cli_names:
         raise ConfigError(
             "reward_weights is set from the rewards section; write the weight after the reward "
             "name ('math.correctness:2.0' or {name: ..., weight: 2.0}) instead."
         )
 
-    model = raw.get("model")
-    if isinstance(model, str):  # shorthand: model: smollm2-135m
-        raw["model"] = {"id": model}
-    model = _section(raw, "model", ModelSection, "")
+
+def _model(raw: dict) -> ModelSection:
     from .models import check_model_id
     from .precision import normalize_dtype
 
+    if isinstance(raw.get("model"), str):  # shorthand: model: smollm2-135m
+        raw["model"] = {"id": raw["model"]}
+    model = _section(raw, "model", ModelSection, "")
     model.dtype = normalize_dtype(model.dtype)
-
     check_model_id(model.id)
     if model.quantization and importlib.util.find_spec("bitsandbytes") is None:
         raise ConfigError(
             f"model.quantization {model.quantization} (load_in_4bit / load_in_8bit) needs bitsandbytes and a CUDA "
             "GPU: pip install bitsandbytes, or drop load_in_4bit / load_in_8bit."
         )
+    return model
 
-    lora, merge = _lora(raw.get("lora"))
-    if merge and lora is None:
-        raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
 
-    dataset = raw.get("dataset")
-    if isinstance(dataset, str):
-        raw["dataset"] = {"name": dataset}
+def _dataset(raw: dict) -> DatasetSection:
+    from . import registry
+    from .params import bind_params
+
+    if isinstance(raw.get("dataset"), str):
+        raw["dataset"] = {"name": raw["dataset"]}
     dataset = _section(raw, "dataset", DatasetSection, "")
     if not dataset.name:
         raise ConfigError("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with `grpo datasets list`.")
-    from . import registry
-
-    registry.datasets().get(dataset.name)  # unknown names fail here, with suggestions
+    if not isinstance(dataset.name, str):
+        raise ConfigError(f"dataset.name must be one dataset's name, got {dataset.name!r}; list them with "
+                          "`grpo datasets list` (to mix datasets, use the files or trl dataset).")
+    entry = registry.datasets().get(dataset.name)  # unknown names fail here, with suggestions
     if not isinstance(dataset.params, dict) or not isinstance(dataset.eval_params, dict):
         raise ConfigError("dataset.params and dataset.eval_params must be mappings.")
-    from .params import bind_params
+    bind_params(f"dataset '{dataset.name}'", entry.obj, dataset.params)
+    return dataset
 
-    bind_params(f"dataset '{dataset.name}'", registry.datasets().get(dataset.name).obj, dataset.params)
 
-    health = raw.get("health")
-    if health is False:
+def _health(raw: dict) -> HealthSection:
+    if raw.get("health") is False:
         raw["health"] = {"enabled": False}
-    health = _section(raw, "health", HealthSection, "")
+    return _section(raw, "health", HealthSection, "")
 
-    adaptive_raw = raw.get("adaptive_weights")
-    adaptive = None
-    if adaptive_raw is True:
-        adaptive_raw = {}
-    if isinstance(adaptive_raw, dict):
-        adaptive = _section({"adaptive_weights": adaptive_raw}, "adaptive_weights", AdaptiveSection, "")
-        if not adaptive.enabled:
-            adaptive = None
-        elif not (0 < adaptive.min_factor <= 1 <= adaptive.max_factor):
-            raise ConfigError(
-                f"adaptive_weights bounds must satisfy 0 < min_factor <= 1 <= max_factor, got "
-                f"{adaptive.min_factor} and {adaptive.max_factor}."
-            )
-    elif adaptive_raw not in (None, False):
-        raise ConfigError(f"'adaptive_weights' must be a mapping or true/false, got {adaptive_raw!r}.")
 
-    rewards = raw.get("rewards")
-    stages_raw = raw.get("stages")
-    stages: list[StageSection] = []
-    if stages_raw:
-        if not isinstance(stages_raw, list):
-            raise ConfigError(f"'stages' must be a list of stages, got {stages_raw!r}.")
-        seen = set()
-        for i, st in enumerate(stages_raw):
-            if not isinstance(st, dict):
-                raise ConfigError(f"stage {i + 1} must be a mapping with rewards (and name, max_steps, ...), got {st!r}.")
-            st = dict(st)
-            name = str(st.pop("name", f"stage{i + 1}"))
-            if name in seen or not name.replace("-", "").replace("_", "").isalnum():
-                raise ConfigError(f"stage name {name!r} must be unique and made of letters, digits, - and _.")
-            seen.add(name)
-            where = f"stage '{name}': "
-            st_rewards = st.pop("rewards", rewards)
-            if st_rewards is None:
-                raise ConfigError(f"{where}no rewards: give the stage a rewards list (or set top-level rewards).")
-            _check_training(st, where, known)
-            if "reward_weights" in st:
-                raise ConfigError(f"{where}set weights in the stage's rewards list, not reward_weights.")
-            stages.append(StageSection(name, _check_rewards(st_rewards, where), st))
-    else:
+def _adaptive(value: Any) -> AdaptiveSection | None:
+    if value in (None, False):
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"'adaptive_weights' must be a mapping or true/false, got {value!r}.")
+    adaptive = _section({"adaptive_weights": value}, "adaptive_weights", AdaptiveSection, "")
+    if not adaptive.enabled:
+        return None
+    if not (0 < adaptive.min_factor <= 1 <= adaptive.max_factor):
+        raise ConfigError(
+            f"adaptive_weights bounds must satisfy 0 < min_factor <= 1 <= max_factor, got "
+            f"{adaptive.min_factor} and {adaptive.max_factor}."
+        )
+    return adaptive
+
+
+def _stages(raw: dict, known: set[str]) -> list[StageSection]:
+    """The stages (one, 'main', without a stages list), each with its rewards parsed
+    and composed once."""
+    rewards, stages_raw = raw.get("rewards"), raw.get("stages")
+    if not stages_raw:
         if rewards is None:
             raise ConfigError("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
-        stages.append(StageSection("main", _check_rewards(rewards, ""), {}))
-
-    explicit = set(training) | set(cli_names)
-    return RunConfig(
-        path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
-        rewards=stages[0].rewards, stages=stages, health=health, adaptive=adaptive,
-        training=training, cli_args=cli_args, explicit=explicit, raw=raw,
-    )
-
-
-# ----------------------------------------------------------------- GRPOConfig
-
-
-def detect_device() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def default_output_dir(cfg: RunConfig) -> str:
-    stem = Path(cfg.path).stem if cfg.path else "run"
-    return str(Path("outputs") / stem)
+        return [_stage("main", rewards, {}, "")]
+    if not isinstance(stages_raw, list):
+        raise ConfigError(f"'stages' must be a list of stages, got {stages_raw!r}.")
+    stages: list[StageSection] = []
+    for i, st in enumerate(stages_raw):
+        if not isinstance(st, dict):
+            raise ConfigError(f"stage {i + 1} must be a mapping with rewards (and name, max_steps, ...), got {st!r}.")
+        st = dict(st)
+        name = str(st.pop("name", f"stage{i + 1}"))
+        if name in {s.name for s in stages} or not name.replace("-", "").replace("_", "").isalnum():
+            raise ConfigError(f"stage name {name!r} must be unique and made of letters, digits, - and _.")
+        where = f"stage '{name}': "
+        st_rewards = st.pop("rewards", rewards)
+        if st_rewards is None:
+            raise ConfigError(f"{where}no rewards: give the stage a rewards list (or set top-level rewards).")
+        _check_training(st, where, known)
+        if "reward_weights" in st:
+            raise ConfigError(f"{where}set weights in the stage's rewards list, not reward_weights.")
+        stages.append(_stage(name, st_rewards, st, where))
+    return stages
 
 
-def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = None,
-                  output_dir: str | None = None, reward_weights: list[float] | None = None):
-    """The ``GRPOConfig`` for one stage: YAML values, then the stage's, then the
-    command line, parsed by TRL's ``TrlParser``; devices and logging chosen
-    automatically where the user did not set them."""
-    from trl import GRPOConfig, TrlParser
+def _stage(name: str, specs: Any, training: dict, where: str) -> StageSection:
+    from .rewards import compose_specs, parse_spec
 
-    device = device or detect_device()
-    explicit = cfg.explicit | set(stage.training)
-    values: dict[str, Any] = {}
-    if "output_dir" not in explicit:
-        values["output_dir"] = default_output_dir(cfg)
-    if "logging_steps" not in explicit:
-        values["logging_steps"] = 1  # the console summary is one line per step
-    if device == "cpu":
-        if "use_cpu" not in explicit:
-            values["use_cpu"] = True
-        if "bf16" not in explicit:
-            values["bf16"] = False
-    elif device == "cuda" and "bf16" not in explicit:
-        import torch
-
-        values["bf16"] = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
-    elif device == "mps" and "bf16" not in explicit:
-        values["bf16"] = False
-    values.update(cfg.training)
-    values.update(stage.training)
-    if output_dir is not None:
-        values["output_dir"] = output_dir
-    if reward_weights is None:
-        from .rewards import parse_spec
-
-        specs = stage.rewards if isinstance(stage.rewards, list) else [stage.rewards]
-        reward_weights = [parse_spec(s).weight for s in specs]
-    values["reward_weights"] = list(reward_weights)
-
-    parser = TrlParser([GRPOConfig])
-    unused = parser.set_defaults_with_config(**values)
-    if unused:
-        raise _unknown_key(unused[0], "", sorted(grpo_fields()))
-    try:
-        (args,) = parser.parse_args_into_dataclasses(args=list(cfg.cli_args))
-    except SystemExit:
+    if isinstance(specs, (str, dict)):
+        specs = [specs]
+    if not isinstance(specs, list) or not specs:
         raise ConfigError(
-            f"could not parse the command-line overrides {' '.join(cfg.cli_args)!r} (see the message above)."
-        ) from None
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"invalid training options: {exc}") from None
-    if output_dir is not None:
-        args.output_dir = output_dir
-    args.reward_weights = list(reward_weights)
-    check_values(args)
-    check_vllm(args)
-    return args
-
-
-# GRPOConfig values TRL takes without complaint and fails on mid-run: (test, what is allowed)
-_RULES: dict[str, tuple] = {
-    "temperature": (lambda v: v > 0, "a number > 0 (1.0 samples as the model is)"),
-    "top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
-    "min_p": (lambda v: v is None or 0 <= v <= 1, "a number in [0, 1] or null"),
-    "learning_rate": (lambda v: v >= 0, "a number >= 0"),
-    "max_completion_length": (lambda v: v is None or v >= 1, "a whole number >= 1"),
-    "per_device_train_batch_size": (lambda v: v >= 1, "a whole number >= 1"),
-    "gradient_accumulation_steps": (lambda v: v >= 1, "a whole number >= 1"),
-    "max_grad_norm": (lambda v: v is None or v >= 0, "a number >= 0 (0: no clipping)"),
-    "beta": (lambda v: v >= 0, "a number >= 0 (0: no KL penalty)"),
-    "repetition_penalty": (lambda v: v > 0, "a number > 0 (1.0: none)"),
-    "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
-}
-_INTEGERS = {"max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps", "seed"}
-
-
-def check_values(args) -> None:
-    """Values TRL accepts here but fails on later (at the first generation, mid-run)."""
-    import math
-
-    for name, (ok, allowed) in _RULES.items():
-        if not hasattr(args, name):
-            continue
-        value = getattr(args, name)
-        numeric = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                    and (not isinstance(value, float) or math.isfinite(value)))
-        if name in _INTEGERS and value is not None and not (isinstance(value, int) and not isinstance(value, bool)):
-            numeric = False
-        try:
-            good = numeric and ok(value)
-        except TypeError:
-            good = False
-        if not good:
-            raise ConfigError(f"{name} is {value!r}; it must be {allowed}.")
-
-
-def check_vllm(args) -> None:
-    """vLLM is optional: say how to get it, and what the modes are, before any model loads."""
-    if not getattr(args, "use_vllm", False):
-        return
-    mode = getattr(args, "vllm_mode", "colocate")
-    if mode not in ("colocate", "server"):
-        raise ConfigError(f"vllm_mode {mode!r} is not one of colocate, server.")
-    import importlib.util
-
-    if importlib.util.find_spec("vllm") is None:
-        raise ConfigError(
-            "use_vllm: true needs vLLM, which is not installed: pip install \"grpo-core[vllm]\" "
-            "(a GPU is required). Or set use_vllm: false to generate with transformers."
+            f"{where}rewards must be a non-empty list of reward specs, e.g. "
+            f"['math.correctness:2.0', {{name: length.ideal, weight: 0.1, params: {{target: 300}}}}]; "
+            f"got {specs!r}."
         )
-    if mode == "server":
-        port = getattr(args, "vllm_server_port", 8000)
-        if not isinstance(port, int) or not 0 < port < 65536:
-            raise ConfigError(f"vllm_server_port {port!r} is not a TCP port.")
+    parsed = [parse_spec(s) for s in specs]
+    funcs = compose_specs(parsed)  # unknown names, bad params and weights fail here
+    if all(p.weight == 0 for p in parsed):
+        raise ConfigError(f"{where}every reward weight is 0: the model would get no learning signal.")
+    return StageSection(name, parsed, training, funcs)
 
 
-def training_values(cfg: RunConfig, args) -> dict:
-    """The GRPOConfig values worth writing into a resolved config: the ones the user
-    set plus the ones chosen automatically."""
-    auto = {"output_dir", "logging_steps", "use_cpu", "bf16"}
-    out = {}
-    for name in sorted(cfg.explicit | auto):
-        if name == "reward_weights" or not hasattr(args, name):
-            continue
-        value = getattr(args, name)
-        if hasattr(value, "value"):  # enums (save_strategy, lr_scheduler_type, ...)
-            value = value.value
-        if isinstance(value, (list, tuple)):
-            value = [getattr(v, "value", v) for v in value]
-        out[name] = value
-    return out
-
-
-__all__ = ["RunConfig", "load_config", "training_args", "training_values", "detect_device", "REMOVED", "SECTIONS"]
+__all__ = ["RunConfig", "load_config", "apply_env", "REMOVED", "SECTIONS"]

@@ -296,11 +296,16 @@ def get_reward(name: str, **params: Any) -> Reward:
 
 def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[list[Reward], list[float]]:
     """``(reward_funcs, reward_weights)`` for ``GRPOConfig`` / ``GRPOTrainer``."""
-    from .gating import link
-
     if isinstance(specs, (str, dict, RewardSpec)):
         specs = [specs]
     parsed = [parse_spec(s) for s in specs]
+    return compose_specs(parsed), [p.weight for p in parsed]
+
+
+def compose_specs(parsed: list[RewardSpec]) -> list[Reward]:
+    """The rewards of parsed specs: resolved, bound, checked, named for logging, gated."""
+    from .gating import link
+
     if not parsed:
         raise SpecError("no rewards given; name at least one, e.g. ['math.correctness:2.0'].")
     for p in parsed:
@@ -315,7 +320,7 @@ def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[lis
     link(funcs, [p.when for p in parsed], [p.name for p in parsed])
     if any(f.memo is not None and isinstance(f, AsyncReward) for f in funcs):
         raise SpecError("an async reward cannot be a gate yet; gate on a plain (def) reward.")
-    return funcs, [p.weight for p in parsed]
+    return funcs
 
 
 def resolve(ref: str) -> tuple[str, Callable, str]:
@@ -362,5 +367,5 @@ def logged_names(parsed: list[RewardSpec], names: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["Reward", "RewardSpec", "parse_spec", "list_rewards", "get_reward", "compose_rewards", "resolve",
+__all__ = ["Reward", "RewardSpec", "parse_spec", "list_rewards", "get_reward", "compose_rewards", "compose_specs", "resolve",
            "logged_names", "TRL_KWARGS"]

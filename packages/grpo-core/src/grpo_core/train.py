@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import RunConfig, StageSection, detect_device, training_args, training_values
+from .config import RunConfig, StageSection
 from .errors import ConfigError, GrpoError
+from .grpo_args import detect_device, training_args, training_values
 
 METRICS = "metrics.jsonl"
 HEALTH = "health.jsonl"
@@ -95,12 +96,11 @@ def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
 def plan(cfg: RunConfig, train_columns: list[str], *, device: str) -> list[StagePlan]:
     """Rewards composed and checked against the dataset, GRPOConfig built, per stage."""
     from .data import check_columns
-    from .rewards import compose_rewards
 
     plans = []
     root = None
     for stage in cfg.stages:
-        funcs, weights = compose_rewards(stage.rewards)
+        funcs, weights = stage.funcs, stage.weights  # composed once, when the config was read
         check_columns(train_columns, funcs, f"dataset '{cfg.dataset.name}'")
         if root is None:
             root = Path(training_args(cfg, stage, device=device, reward_weights=weights).output_dir)
@@ -251,10 +251,10 @@ def _write_resolved(cfg: RunConfig, plans: list[StagePlan], root: Path, device: 
         data["lora"] = {**cfg.lora, **({"merge": True} if cfg.merge else {})}
     data["dataset"] = {k: v for k, v in asdict(cfg.dataset).items() if v not in (None, {}, 0) or k == "name"}
     if cfg.multi_stage:
-        data["stages"] = [{"name": p.section.name, "rewards": [s.as_config() for s in _specs(p.section.rewards)],
+        data["stages"] = [{"name": p.section.name, "rewards": [s.as_config() for s in p.section.rewards],
                            **p.section.training} for p in plans]
     else:
-        data["rewards"] = [s.as_config() for s in _specs(plans[0].section.rewards)]
+        data["rewards"] = [s.as_config() for s in plans[0].section.rewards]
     data["health"] = asdict(cfg.health)
     if cfg.adaptive is not None:
         data["adaptive_weights"] = asdict(cfg.adaptive)
@@ -262,12 +262,6 @@ def _write_resolved(cfg: RunConfig, plans: list[StagePlan], root: Path, device: 
     path = root / RESOLVED
     path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
     return path
-
-
-def _specs(rewards):
-    from .rewards import parse_spec
-
-    return [parse_spec(s) for s in (rewards if isinstance(rewards, list) else [rewards])]
 
 
 # ------------------------------------------------------------------ run
@@ -327,6 +321,9 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
         log: Callable[[str], None] = print, stream=None, extra_callbacks: list | None = None) -> TrainResult:
     """Train as ``cfg`` says; see the module docstring for the outputs. ``check``: run
     ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure."""
+    from .config import apply_env
+
+    apply_env(cfg)
     r = _prepare(cfg, resume, overwrite, log, stream or sys.stdout, list(extra_callbacks or []), check)
     model, tokenizer = _load_model(r)
     result = TrainResult(output_dir=r.root, global_step=0)

@@ -98,13 +98,15 @@ def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
 
 
 def run(args) -> int:
-    from ..config import detect_device, load_config
+    from ..config import apply_env, load_config
     from ..errors import GrpoError
     from ..generation import generate, load_policy
+    from ..grpo_args import detect_device
     from ..scoring import score_batch
     from ..train import plan
 
     cfg = load_config(args.config, args.extra)
+    apply_env(cfg)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
     _check_checkpoint(args.checkpoint, cfg.model.id)

@@ -43,14 +43,16 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print):
 
 
 def run(args) -> int:
-    from ..config import detect_device, load_config
+    from ..config import apply_env, load_config
     from ..errors import GrpoError
+    from ..grpo_args import detect_device
     from ..preflight import analyze, format_report
     from ..train import build_datasets, plan
 
     if args.prompts < 1:
         raise GrpoError(f"--prompts must be at least 1, got {args.prompts}.")
     cfg = load_config(args.config, args.extra)
+    apply_env(cfg)
     device = detect_device()
     train_ds, _ = build_datasets(cfg)
     plans = plan(cfg, train_ds.column_names, device=device)

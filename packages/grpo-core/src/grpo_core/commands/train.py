@@ -53,7 +53,7 @@ def run(args) -> int:
 
 
 def _dry_run(cfg, check: bool = True) -> int:
-    from ..config import detect_device
+    from ..grpo_args import detect_device
     from ..train import _quiet, build_datasets, check_writable, lora_config, plan, root_dir
 
     _quiet()
