@@ -68,7 +68,8 @@ def test_a_reward_that_pays_a_hedge_fails_the_probes(tmp_path, capsys, register_
         return [float(str(a) in grpo_core.completion_text(c)) for c, a in zip(completions, answer)]
 
     mod = types.ModuleType("hedgy")
-    mod.register_rewards = grpo_core.hookimpl(lambda register: register("hedgy.correctness", contains))
+    mod.register_rewards = grpo_core.hookimpl(
+        lambda register: register("hedgy.correctness", contains, correctness=True))
     register_plugin(mod, name="hedgy")
     rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
     cfg = write_config(tmp_path, rows, ["hedgy.correctness"])

@@ -64,7 +64,7 @@ def test_unknown_builtin_dataset_says_what_to_install(plugin_manager, monkeypatc
     from grpo_core import plugins
 
     monkeypatch.setattr(plugins, "is_installed", lambda dist: False)
-    with pytest.raises(UnknownNameError, match="pip install grpo-datasets"):
+    with pytest.raises(UnknownNameError, match="pip install ./packages/grpo-datasets from a grpo checkout"):
         grpo_core.load_dataset("gsm8k")
 
 

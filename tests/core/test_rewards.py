@@ -193,7 +193,7 @@ def test_unknown_reward_from_a_known_plugin_says_what_to_install(plugin_manager,
     monkeypatch.setattr(plugins, "is_installed", lambda dist: False)
     with pytest.raises(UnknownNameError) as info:
         grpo_core.compose_rewards(["math.correctness"])
-    assert "pip install grpo-rewards-math" in str(info.value)
+    assert "pip install ./packages/grpo-rewards-math from a grpo checkout" in str(info.value)
 
 
 def test_same_reward_twice_is_logged_apart_by_its_parameters_and_rejected_when_identical(acme):

@@ -7,8 +7,8 @@ import importlib.util
 
 import pytest
 
-from grpo_core.grpo_args import check_vllm
 from grpo_core.errors import ConfigError
+from grpo_core.grpo_args import check_vllm
 
 
 class Args:
@@ -23,7 +23,7 @@ def test_off_by_default_needs_nothing():
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
 def test_missing_vllm_says_how_to_install_it():
-    with pytest.raises(ConfigError, match=r'use_vllm: true needs vLLM, which is not installed: pip install "grpo-core\[vllm\]"'):
+    with pytest.raises(ConfigError, match=r"use_vllm: true needs vLLM, which is not installed: pip install vllm"):
         check_vllm(Args(use_vllm=True))
 
 

@@ -6,8 +6,9 @@ Two questions cost whole runs when their answer is wrong:
    written the way the prompt asks for it? For every dataset row (up to a
    limit) the ideal completion is the system prompt's answer template filled
    with the gold answer (what a few-shot example shows); each reward scores it.
-   A correctness reward (``math.*``, ``*.correctness``, ``*.exact``, ...) below
-   99 % at its maximum is a failure: its gold column cannot be read.
+   A correctness reward (one registered with ``correctness=True``, such as
+   ``math.correctness``) below 99 % at its maximum is a failure: its gold column
+   cannot be read.
 2. **Reward-hacking probes**: does a reward pay for something that is not an
    answer? :data:`PROBES` builds adversarial completions from sampled rows
    (a hedge, the question copied back, the gold only in the reasoning, ...).
@@ -28,16 +29,15 @@ from typing import Any
 GOLD_LIMIT = 2_000
 PROBE_ROWS = 16
 PASS_SHARE = 0.99
-_CORRECTNESS_SUFFIXES = (".correctness", ".accuracy", ".exact", ".numeric", ".tests", "accuracy_reward")
 # the ideal completion for a dataset in TRL's format (a prompt column, no template known):
 # reasoning in think tags, then the boxed answer, as TRL's think_format_reward and
 # accuracy_reward (which reads LaTeX/boxed answers only) expect
 TRL_TEMPLATE = "<think>\n{rationale}\n</think>\n\\boxed{{{answer}}}"
 
 
-def is_correctness(name: str) -> bool:
-    """Rewards whose maximum means "the answer is right"."""
-    return name.startswith("math.") or name.endswith(_CORRECTNESS_SUFFIXES)
+def is_correctness(reward) -> bool:
+    """Rewards whose maximum means "the answer is right" (declared when registered)."""
+    return bool(getattr(reward, "correctness", False))
 
 
 # ------------------------------------------------------------------ completions from a row
@@ -185,7 +185,7 @@ def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResu
     out = []
     for f, scores in zip(funcs, per):
         name = f.__name__
-        correct = is_correctness(name)
+        correct = is_correctness(f)
         finite = [s for s in scores if s is not None]
         top = 1.0 if correct else (max(finite) if finite else math.nan)
         at_top = [s is not None and s >= top - 1e-9 for s in scores]
@@ -212,6 +212,7 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
     groups = [texts] + [[p.build(b) for b in built] for p in probes]
     per, _ = _score(funcs, [t for g in groups for t in g], [r for _ in groups for r in rows])
     n = len(rows)
+    correct = {f.__name__ for f in funcs if is_correctness(f)}
 
     def means(k: int) -> tuple[dict[str, float], float]:
         m = {f.__name__: _mean(scores[k * n:(k + 1) * n]) for f, scores in zip(funcs, per)}
@@ -225,7 +226,7 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
         failures = []
         if not probe.right:
             failures += [f"{name} {m[name]:.2f} >= the gold's {gold[name]:.2f}" for name in m
-                         if is_correctness(name) and gold[name] > 0 and m[name] >= gold[name] - 1e-9]
+                         if name in correct and gold[name] > 0 and m[name] >= gold[name] - 1e-9]
         if total > gold_total + 1e-9:
             failures.append(f"total {total:.2f} > the gold's {gold_total:.2f}")
         results.append(ProbeResult(probe, m, total, failures))

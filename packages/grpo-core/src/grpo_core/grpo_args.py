@@ -128,7 +128,7 @@ def check_vllm(args) -> None:
         raise ConfigError(f"vllm_mode {mode!r} is not one of colocate, server.")
     if importlib.util.find_spec("vllm") is None:
         raise ConfigError(
-            "use_vllm: true needs vLLM, which is not installed: pip install \"grpo-core[vllm]\" "
+            "use_vllm: true needs vLLM, which is not installed: pip install vllm "
             "(a GPU is required). Or set use_vllm: false to generate with transformers."
         )
     if mode == "server":

@@ -18,6 +18,16 @@ from .errors import DuplicateNameError, RegistryError, UnknownNameError
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 
+# The command that lists each kind of entry
+LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
+                 "system prompt": "grpo prompts list", "probe": "grpo plugins"}
+
+
+def install_hint(dist: str) -> str:
+    """How to install one of our distributions today (they are not on PyPI yet)."""
+    return f"pip install ./packages/{dist} from a grpo checkout"
+
+
 # Where the names of our own plugins live, for "pip install" hints.
 KNOWN_NAMESPACES = {
     "math": "grpo-rewards-math",
@@ -99,12 +109,12 @@ class Registry:
                 msg += (f" '{name}' comes from {hint}, which is installed but did not load "
                         f"(see the warnings above, or `grpo plugins`).")
         elif hint and not close:
-            msg += f" '{name}' comes from {hint}: pip install {hint}"
+            msg += f" '{name}' comes from {hint}: {install_hint(hint)}"
             if plugins.allowed_distributions() is not None:
                 msg += f" (and add it to {plugins.ENV_VAR})"
             msg += "."
         else:
-            msg += f" List them with `grpo {self.kind.split()[0]}s list`."
+            msg += f" List them with `{LIST_COMMANDS.get(self.kind, 'grpo plugins')}`."
         return msg
 
 
@@ -117,7 +127,7 @@ def _describe(obj: Any, description: str | None) -> str:
     return ""
 
 
-def collect(hook_name: str, kind: str, *, dotted: bool, validate=None) -> Registry:
+def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: tuple[str, ...] = ()) -> Registry:
     """Call every implementation of ``hook_name`` with a plugin-bound ``register``.
 
     One plugin's mistakes never cost the others: a malformed name or a bad object
@@ -134,7 +144,7 @@ def collect(hook_name: str, kind: str, *, dotted: bool, validate=None) -> Regist
         mine: dict[str, Entry] = {}
 
         def register(name, obj, *, description=None, _info=info, _mine=mine, **extra):
-            problem = _bad_registration(kind, name, obj, dotted, validate)
+            problem = _bad_registration(kind, name, obj, dotted, validate) or _bad_keywords(kind, extra, extras)
             if problem:
                 _report(_info, f"{problem}; skipped (its other {kind}s load).")
                 return
@@ -177,6 +187,17 @@ def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) ->
     return None
 
 
+def _bad_keywords(kind: str, given: dict, allowed: tuple[str, ...]) -> str | None:
+    """A misspelt keyword (``descripton=``) is a mistake to report, not an extra to keep."""
+    for key in given:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, ["description", *allowed], n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            known = ", ".join(["description", *allowed])
+            return f"register() of a {kind} got an unknown keyword '{key}'{hint}; it takes: {known}"
+    return None
+
+
 def _report(info, message: str) -> None:
     plugins.report_once(plugins.PluginProblem(info.name, info.distribution, message))
 
@@ -202,7 +223,7 @@ def _check_prompt(name: str, text: Any) -> None:
 
 
 def rewards() -> Registry:
-    return collect("register_rewards", "reward", dotted=True, validate=_check_reward)
+    return collect("register_rewards", "reward", dotted=True, validate=_check_reward, extras=("correctness",))
 
 
 def datasets() -> Registry:
@@ -210,7 +231,8 @@ def datasets() -> Registry:
 
 
 def system_prompts() -> Registry:
-    return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt)
+    return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt,
+                   extras=("answer_template",))
 
 
 def _check_probe(name: str, build: Any) -> None:
@@ -219,7 +241,7 @@ def _check_probe(name: str, build: Any) -> None:
 
 
 def probes() -> Registry:
-    return collect("register_probes", "probe", dotted=True, validate=_check_probe)
+    return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras=("right",))
 
 
 __all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes"]

@@ -43,6 +43,7 @@ class Reward:
         self.__name__ = logged_name or name
         self.__qualname__ = self.__name__
         self.name = name
+        self.correctness = False  # full marks mean "the answer is right" (declared when registered)
         self.condition = None  # gating: counts only where condition holds on self.gate's score
         self.gate = None
         self.memo = None  # set when another reward is gated on this one
@@ -315,6 +316,8 @@ def compose_specs(parsed: list[RewardSpec]) -> list[Reward]:
     logged = logged_names(parsed, [r[0] for r in resolved])
     funcs = [validate(Reward(name, func, p.params, description, logged_name=log))
              for p, (name, func, description), log in zip(parsed, resolved, logged)]
+    for f, p in zip(funcs, parsed):
+        f.correctness = declared_correctness(p.name, f.func)
     if any(isinstance(f, AsyncReward) for f, p in zip(funcs, parsed) if p.when is not None):
         raise SpecError("an async reward cannot be gated yet; gate a plain (def) reward.")
     link(funcs, [p.when for p in parsed], [p.name for p in parsed])
@@ -344,6 +347,20 @@ def resolve(ref: str) -> tuple[str, Callable, str]:
         except SpecError as exc:
             raise UnknownNameError(f"{unknown} Nor is it a function to import: {exc}") from None
         return getattr(func, "__name__", ref.rsplit(".", 1)[1]), func, inspect.getdoc(func) or ""
+
+
+# TRL's own answer-checking rewards, as `trl grpo` names them (import paths here)
+TRL_CORRECTNESS = ("trl.rewards.accuracy_reward", "trl.rewards.reasoning_accuracy_reward")
+
+
+def declared_correctness(ref: str, func) -> bool:
+    """Whether full marks mean "the answer is right": declared at registration
+    (``register(name, func, correctness=True)``), by a ``correctness = True``
+    attribute on a function of one's own, or TRL's accuracy rewards."""
+    entry = registry.rewards().entries.get(ref)
+    if entry is not None:
+        return bool(entry.extra.get("correctness", False))
+    return bool(getattr(func, "correctness", False)) or ref in TRL_CORRECTNESS
 
 
 def logged_names(parsed: list[RewardSpec], names: list[str]) -> list[str]:

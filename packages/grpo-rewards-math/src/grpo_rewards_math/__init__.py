@@ -14,10 +14,14 @@ from .rewards import REWARDS, correctness, cosine, exact, numeric
 __version__ = "0.1.0"
 
 
+# full marks mean "the answer is right": grpo check's gold self-test and eval's accuracy
+CORRECTNESS = {"math.correctness", "math.numeric", "math.exact"}
+
+
 @hookimpl
 def register_rewards(register):
     for name, func in REWARDS.items():
-        register(name, func, description=func.__doc__.strip().splitlines()[0])
+        register(name, func, description=func.__doc__.strip().splitlines()[0], correctness=name in CORRECTNESS)
 
 
 __all__ = ["correctness", "numeric", "exact", "cosine", "register_rewards", "__version__"]

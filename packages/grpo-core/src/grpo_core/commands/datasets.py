@@ -29,7 +29,7 @@ def run_list(args) -> int:
     from ..data import list_datasets
 
     return print_entries(list_datasets(), args.json,
-                         "No datasets registered. Install a dataset plugin: pip install grpo-datasets")
+                         "No datasets registered. Install a dataset plugin: pip install ./packages/grpo-datasets from a grpo checkout")
 
 
 def run_show(args) -> int:

@@ -34,7 +34,7 @@ def _summary(funcs, per_reward, totals, groups) -> dict:
     for f, values in zip(funcs, per_reward):
         out[f.__name__] = _mean(values)
     names = [f.__name__ for f in funcs]
-    acc = next((i for i, n in enumerate(names) if n.startswith("math.")), None)
+    acc = next((i for i, f in enumerate(funcs) if getattr(f, "correctness", False)), None)  # declared, not guessed
     fmt = next((i for i, n in enumerate(names) if n.startswith("format.")), None)
     out["accuracy"] = _share_full(per_reward[acc]) if acc is not None else None
     out["format_compliance"] = _share_full(per_reward[fmt]) if fmt is not None else None

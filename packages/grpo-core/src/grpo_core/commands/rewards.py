@@ -30,7 +30,8 @@ def run_list(args) -> int:
     from ..rewards import list_rewards
 
     return print_entries(list_rewards(), args.json,
-                         "No rewards registered by a plugin. Install a reward plugin, e.g. pip install grpo-rewards-format")
+                         "No rewards registered by a plugin. Install a reward plugin, e.g. pip install ./packages/grpo-rewards-format "
+                         "from a grpo checkout")
 
 
 def describe_parameters(func) -> tuple[list[str], list[str]]:
