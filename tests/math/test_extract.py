@@ -191,6 +191,20 @@ def test_every_distinct_box_counts_however_far_apart():
     assert final_boxes(r"\boxed{3} and \boxed{4") is None  # the last box is truncated
 
 
+def test_box_braces_follow_tex_escapes_and_are_bounded():
+    # a backslash takes the next character: \{ \} are literal, the brace after \\ groups
+    assert final_boxes(r"\boxed{\{1, 2\}}") == r"\{1, 2\}"
+    assert final_boxes(r"\boxed{a \\}") == r"a \\"
+    assert final_boxes(r"\boxed{1\}") is None  # the only closer is escaped: unterminated
+    assert final_boxes(r"\boxed{" + "1" * 5_000 + "}") is None  # longer than any answer read
+    assert final_boxes(r"\boxedsomething{3}") is None and final_boxes(r"\fbox 7.") == "7"
+
+
+def test_gsm8k_marker_reads_the_next_non_blank_line():
+    assert ans("so 72\n#### **72**") == ("72", "hash")
+    assert ans("####\n\n72") == ("72", "hash")
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(alphabet=st.sampled_from(list("0123456789.,-+ $\\{}()[]<>/^_=%abxyz\nboxedanswer#")))

@@ -4,9 +4,8 @@
 with ``path=``), ``files`` (local jsonl/json/csv/parquet), ``hub`` (any dataset id)
 and ``arithmetic`` (synthetic, offline: the demo default).
 
-This is the plugin's entry-point module, imported whenever grpo lists plugins, so
-it imports only the loaders' signatures; ``datasets`` and the implementation load
-on first use, and the helpers below on first access.
+This is the plugin's entry-point module, imported whenever grpo lists plugins:
+nothing here imports ``datasets``, which loads with the first dataset.
 """
 
 from __future__ import annotations
@@ -20,11 +19,12 @@ from .errors import (
     DatasetFileError,
     DatasetLoadError,
     EmptyDatasetError,
-    PromptTooLongError,
     SkippedRowsWarning,
     SplitError,
 )
+from .extract import gsm8k_answer, last_boxed
 from .loaders import load_arithmetic, load_files, load_gsm8k, load_hub, load_math, load_medcalc
+from .splits import parse_split
 
 __version__ = "0.1.0"
 
@@ -44,29 +44,10 @@ def register_datasets(register):
         register(name, loader)  # description: the docstring's first line
 
 
-_LAZY = {
-    "prompt_lengths": "prompts",
-    "PromptLengths": "prompts",
-    "gsm8k_answer": "extract",
-    "last_boxed": "extract",
-    "parse_split": "splits",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'grpo_datasets' has no attribute {name!r}")
-
-
 __all__ = [
     "register_datasets", "ADAPTERS",
     "load_arithmetic", "load_gsm8k", "load_math", "load_medcalc", "load_files", "load_hub",
-    "prompt_lengths", "PromptLengths", "gsm8k_answer", "last_boxed", "parse_split",
+    "gsm8k_answer", "last_boxed", "parse_split",
     "DatasetError", "DatasetFileError", "DatasetLoadError", "SplitError", "ColumnError",
-    "EmptyDatasetError", "AnswerError", "PromptTooLongError", "SkippedRowsWarning",
+    "EmptyDatasetError", "AnswerError", "SkippedRowsWarning",
 ]

@@ -33,15 +33,11 @@ class AnswerError(DatasetError):
     """A gold answer that cannot be extracted, with ``bad_answers="error"``."""
 
 
-class PromptTooLongError(DatasetError):
-    """Prompts longer than the limit, with ``action="error"``."""
-
-
 class SkippedRowsWarning(UserWarning):
-    """Rows were dropped (no extractable gold answer, prompt too long); the count is in the message."""
+    """Rows were dropped (no extractable gold answer); the count is in the message."""
 
 
 __all__ = [
     "DatasetError", "DatasetFileError", "DatasetLoadError", "SplitError", "ColumnError",
-    "EmptyDatasetError", "AnswerError", "PromptTooLongError", "SkippedRowsWarning",
+    "EmptyDatasetError", "AnswerError", "SkippedRowsWarning",
 ]

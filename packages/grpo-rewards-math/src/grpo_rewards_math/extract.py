@@ -34,6 +34,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 
+from grpo_core.text import boxes, group_end, hash_answer
+
 MAX_TEXT_CHARS = 100_000  # longer completions keep their last 100k characters
 MAX_ANSWER_CHARS = 1_000  # a longer extracted answer is not parsed (scores 0)
 MAX_NESTING = 8  # deeper bracket nesting is not parsed: antlr time grows exponentially
@@ -54,7 +56,6 @@ class Extraction:
     source: str
 
 
-_BOX_RE = re.compile(r"\\(?:boxed|fbox)\b")
 _PHRASE_RE = re.compile(
     r"final\s+answer\b[\s*_\"'`]*(?:is\b|[:=])?"
     r"|\banswer\b[\s*_\"'`]*(?:[:=]|is\b)"
@@ -110,23 +111,13 @@ def _answer_in(text: str) -> tuple[str, str] | None:
     boxed = final_boxes(text)
     if boxed is not None:
         return boxed, "boxed"
-    hashes = text.rfind("####")
-    if hashes >= 0:
-        line = _first_line(text[hashes + 4 :])
-        if line:
-            return line, "hash"
+    line = hash_answer(text)
+    if line:
+        return line, "hash"
     phrase = _after_phrase(text)
     if phrase:
         return phrase, "phrase"
     return None
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (balanced braces) or None."""
-    matches = list(_BOX_RE.finditer(text[-4 * MAX_TEXT_CHARS :]))
-    if not matches:
-        return None
-    return _box_content(text[-4 * MAX_TEXT_CHARS :], matches[-1])[0]
 
 
 MAX_BOXES = 20
@@ -138,51 +129,14 @@ def final_boxes(text: str) -> str | None:
     by a later one, boxes in a row: a hedge, never paid as one of its parts; a
     multi-part gold: all of its parts). A box repeated with the same content counts
     once; a box nested in another is part of it. A truncated last box is no answer."""
-    contents: list[str] = []
-    end = -1
-    last = None
-    for m in list(_BOX_RE.finditer(text))[-4 * MAX_BOXES :]:  # the answer is at the end; bounded work
-        if m.start() < end:
-            continue  # inside the previous box
-        last, stop = _box_content(text, m)
-        if last is None:
-            continue
-        end = stop
-        if last not in contents and len(contents) < MAX_BOXES:
-            contents.append(last)
-    if last is None or not contents:
+    found = boxes(text)
+    if not found or found[-1] is None:
         return None
+    contents: list[str] = []
+    for content in found:
+        if content is not None and content not in contents and len(contents) < MAX_BOXES:
+            contents.append(content)
     return contents[0] if len(contents) == 1 else ", ".join(contents)
-
-
-def _box_content(text: str, match: re.Match) -> tuple[str | None, int | None]:
-    """(content, end index) of the box at ``match``; (None, None) if unbalanced."""
-    i = match.end()
-    while i < len(text) and text[i] in " \t":
-        i += 1
-    if i < len(text) and text[i] == "{":
-        depth = 0
-        for j in range(i, min(len(text), i + 4 * MAX_ANSWER_CHARS)):
-            ch = text[j]
-            if ch in "{}" and text[j - 1] == "\\":
-                continue
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return (text[i + 1 : j].strip() or None), j + 1
-        return None, None  # unbalanced: a truncated box is no answer
-    m = re.compile(r"[^\s$]{1,100}").match(text, i)  # "\boxed 5"
-    return (m.group(0), m.end()) if m else (None, None)
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines()[:3]:
-        line = line.strip().strip("*").strip()
-        if line:
-            return line[: 4 * MAX_ANSWER_CHARS]
-    return ""
 
 
 def _after_phrase(text: str) -> str | None:
@@ -507,7 +461,7 @@ def gold_answer_text(gold: object) -> str:
     if len(s) > MAX_TEXT_CHARS:
         return ""
     if "####" in s:
-        return _first_line(s[s.rfind("####") + 4 :])
+        return hash_answer(s) or ""
     boxed = final_boxes(s)
     if boxed is not None:
         return boxed
@@ -566,8 +520,9 @@ def strip_wrappers(s: str) -> str:
             s = s.strip("$")
         if s.startswith(("\\(", "\\[")) and s.endswith(("\\)", "\\]")):
             s = s[2:-2]
-        m = _WRAPPER_RE.match(s.strip())
-        if m and last_boxed("\\boxed" + s.strip()[s.strip().index("{") :]) == m.group(1).strip():
+        s = s.strip()
+        m = _WRAPPER_RE.match(s)
+        if m and group_end(s, s.index("{")) == len(s):  # "\text{a} + \text{b}" is no wrapper
             s = m.group(1)
         if s == before:
             break
