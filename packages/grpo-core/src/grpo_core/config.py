@@ -220,16 +220,16 @@ def _yaml_value(text: str) -> Any:
         return text
 
 
-def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[str]]:
-    """``(our overrides {dotted key: value}, GRPOConfig args for HfArgumentParser, their names)``."""
-    ours: dict[str, Any] = {}
-    trl_args: list[str] = []
-    trl_names: set[str] = set()
+def flag_values(tokens: list[str], command: str = "overrides") -> list[tuple[str, list[str]]]:
+    """``--key value ...`` / ``--key=value`` / ``--flag`` tokens as ``(key, raw values)``,
+    keys with ``-`` read as ``_``: the one command-line parser (config overrides,
+    ``grpo rewards check`` and ``grpo datasets show`` parameters)."""
+    out: list[tuple[str, list[str]]] = []
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         if not tok.startswith("--") or len(tok) == 2:
-            raise ConfigError(f"unexpected argument {tok!r}; overrides are --key value.")
+            raise ConfigError(f"{command}: unexpected argument {tok!r}; write --key value.")
         key, eq, value = tok[2:].partition("=")
         values = [value] if eq else []
         j = i + 1
@@ -237,26 +237,32 @@ def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[s
             while j < len(tokens) and not (tokens[j].startswith("--") and len(tokens[j]) > 2):
                 values.append(tokens[j])
                 j += 1
-        head = key.split(".", 1)[0].replace("-", "_")
-        if head in SECTIONS or head == "env":
-            dotted = key.replace("-", "_")
-            if dotted == "rewards":
-                parsed: Any = [v for v in values]
-                if len(values) == 1 and values[0].lstrip().startswith("["):
-                    parsed = _yaml_value(values[0])
-            elif not values:
-                parsed = True
-            elif len(values) == 1:
-                parsed = _yaml_value(values[0])
-            else:
-                parsed = [_yaml_value(v) for v in values]
-            ours[dotted] = parsed
-        else:
-            name = key.replace("-", "_")
-            trl_names.add(name)
-            trl_args.append(f"--{name}")
-            trl_args.extend(values)
+        out.append((key.replace("-", "_"), values))
         i = j
+    return out
+
+
+def flag_value(values: list[str]) -> Any:
+    """YAML's reading of a flag's values: none is true, one is a value, more a list."""
+    if not values:
+        return True
+    return _yaml_value(values[0]) if len(values) == 1 else [_yaml_value(v) for v in values]
+
+
+def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[str]]:
+    """``(our overrides {dotted key: value}, GRPOConfig args for HfArgumentParser, their names)``."""
+    ours: dict[str, Any] = {}
+    trl_args: list[str] = []
+    trl_names: set[str] = set()
+    for key, values in flag_values(tokens):
+        if key.split(".", 1)[0] in SECTIONS or key.split(".", 1)[0] == "env":
+            if key == "rewards":  # reward specs stay text (a list given as one YAML value aside)
+                ours[key] = _yaml_value(values[0]) if len(values) == 1 and values[0].lstrip().startswith("[") else values
+            else:
+                ours[key] = flag_value(values)
+        else:
+            trl_names.add(key)
+            trl_args += [f"--{key}", *values]
     return ours, trl_args, trl_names
 
 

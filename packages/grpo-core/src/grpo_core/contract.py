@@ -175,91 +175,100 @@ def check_reward(
     ``columns`` gives values for dataset columns the reward requires (defaults:
     ``answer="42"``); ``max_seconds`` bounds the whole hostile batch.
     """
-    results: list[CheckResult] = []
     try:
         func = _resolve(reward, params)
     except Exception as exc:
         return [CheckResult("resolves", False, f"{type(exc).__name__}: {exc}")]
+    suite = _Suite(func, columns, max_seconds)
+    return [suite.run(name, getattr(suite, method)) for name, method in CHECKS]
 
-    def run(name: str, body: Callable[[], str | None]) -> None:
+
+# (what the result says, the _Suite method that checks it)
+CHECKS = (
+    ("has a name", "named"),
+    ("plain completions", "plain"),
+    ("empty batch", "empty_batch"),
+    ("no completion_ids", "without_ids"),
+    ("conversational completions", "conversational"),
+    ("hostile text", "hostile"),
+    ("deterministic", "deterministic"),
+    ("picklable", "picklable"),
+    ("callable from a thread", "threaded"),
+)
+
+
+class _Suite:
+    """The contract checks of one reward; each returns None or what is wrong."""
+
+    def __init__(self, func: Callable, columns: dict | None, max_seconds: float):
+        self.func, self.columns, self.max_seconds = func, columns, max_seconds
+        self.texts = list(HOSTILE_TEXTS)
+
+    def run(self, name: str, body: Callable[[], str | None]) -> CheckResult:
         try:
             problem = body()
         except _HiddenCoroutine as exc:
             problem = str(exc)
         except Exception as exc:
             problem = f"raised {type(exc).__name__}: {str(exc)[:300]}"
-        results.append(CheckResult(name, problem is None, problem or ""))
+        return CheckResult(name, problem is None, problem or "")
 
-    texts = list(HOSTILE_TEXTS)
-    messages = [[{"role": "assistant", "content": t}] for t in texts[:8]]
+    def call(self, completions: list, with_ids: bool = True, func: Callable | None = None) -> Any:
+        return _call(func or self.func, completions, self.columns, with_ids=with_ids)
 
-    def plain():
-        return _values_problem(_call(func, ["The answer is 42.", "I am not sure."], columns), 2)
+    def named(self):
+        name = getattr(self.func, "__name__", None)
+        return None if isinstance(name, str) and name else "has no __name__ (TRL logs rewards by it)"
 
-    def without_ids():  # `grpo score` has text but no token ids
-        return _values_problem(_call(func, ["The answer is 42.", ""], columns, with_ids=False), 2)
+    def plain(self):
+        return _values_problem(self.call(["The answer is 42.", "I am not sure."]), 2)
 
-    def empty_batch():
-        return _values_problem(_call(func, [], columns), 0)
+    def without_ids(self):  # `grpo score` has text but no token ids
+        return _values_problem(self.call(["The answer is 42.", ""], with_ids=False), 2)
 
-    def hostile():
+    def empty_batch(self):
+        return _values_problem(self.call([]), 0)
+
+    def hostile(self):
         start = time.perf_counter()
-        problem = _values_problem(_call(func, texts, columns), len(texts))
+        problem = _values_problem(self.call(self.texts), len(self.texts))
         took = time.perf_counter() - start
-        if problem is None and took > max_seconds:
-            problem = f"took {took:.1f}s for {len(texts)} hostile completions (limit {max_seconds:g}s)"
+        if problem is None and took > self.max_seconds:
+            problem = f"took {took:.1f}s for {len(self.texts)} hostile completions (limit {self.max_seconds:g}s)"
         return problem
 
-    def conversational():
-        return _values_problem(_call(func, messages, columns), len(messages))
+    def conversational(self):
+        messages = [[{"role": "assistant", "content": t}] for t in self.texts[:8]]
+        return _values_problem(self.call(messages), len(messages))
 
-    def deterministic():
-        batch = texts[:6]
-        a, b = _call(func, batch, columns), _call(func, batch, columns)
+    def deterministic(self):
+        batch = self.texts[:6]
+        a, b = self.call(batch), self.call(batch)
         return None if list(a) == list(b) else f"two calls on the same input gave {a} and {b}"
 
-    def picklable():
-        clone = pickle.loads(pickle.dumps(func))
-        a = _call(clone, ["The answer is 42."], columns)
-        return _values_problem(a, 1)
+    def picklable(self):
+        clone = pickle.loads(pickle.dumps(self.func))
+        return _values_problem(self.call(["The answer is 42."], func=clone), 1)
 
-    def threaded():
+    def threaded(self):
         box: dict = {}
 
         def target():
             try:
-                box["v"] = _call(func, ["The answer is 42.", ""], columns)
+                box["v"] = self.call(["The answer is 42.", ""])
             except Exception as exc:  # reported below
                 box["e"] = exc
 
         t = threading.Thread(target=target)
         t.start()
-        t.join(max_seconds)
+        t.join(self.max_seconds)
         if t.is_alive():
-            return f"did not return within {max_seconds:g}s when called from a thread"
+            return f"did not return within {self.max_seconds:g}s when called from a thread"
         if isinstance(box.get("e"), _HiddenCoroutine):
             return str(box["e"])
         if "e" in box:
             return f"raised {type(box['e']).__name__} in a thread: {box['e']}"
         return _values_problem(box["v"], 2)
-
-    def named():
-        name = getattr(func, "__name__", None)
-        return None if isinstance(name, str) and name else "has no __name__ (TRL logs rewards by it)"
-
-    for name, body in (
-        ("has a name", named),
-        ("plain completions", plain),
-        ("empty batch", empty_batch),
-        ("no completion_ids", without_ids),
-        ("conversational completions", conversational),
-        ("hostile text", hostile),
-        ("deterministic", deterministic),
-        ("picklable", picklable),
-        ("callable from a thread", threaded),
-    ):
-        run(name, body)
-    return results
 
 
 def _register_plugin(plugin: Any) -> bool:

@@ -128,7 +128,7 @@ def _judge(r: Report, temperature: float | None) -> None:
 
 
 def format_report(r: Report) -> str:
-    from .commands import table
+    from .tables import table
 
     lines = [f"preflight: {r.prompts} prompts x {r.group_size} completions, "
              f"mean {r.mean_tokens:.0f} tokens, {100 * r.truncation_rate:.0f}% truncated", ""]
