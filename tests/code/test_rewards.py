@@ -74,6 +74,20 @@ def test_setup_column_runs_before_the_code_and_conversations_work():
     assert rewards.tests([completion], tests=[tests]) == [0.0]  # NameError: math
 
 
+def test_a_setup_the_sandbox_cannot_run_is_none_and_logged_not_a_zero(metrics, caplog, monkeypatch):
+    monkeypatch.setattr(rewards, "_reported", set())  # logged once per process: start afresh
+    # numpy is not in the sandbox (standard library only): the row, not the completion, is at fault
+    completion = block("def total(xs):\n    return sum(xs)\n")
+    with caplog.at_level(logging.WARNING, logger="grpo_rewards_code"):
+        scores = rewards.tests([completion, completion], tests=[["assert total([1, 2]) == 3"], ["assert total(["]],
+                               test_setup=["import numpy as np\n", ""], **metrics.kwargs())
+    assert scores == [None, 0.0]
+    assert metrics.extra["code.tests/cause"] == ["setup_error", "failed"]
+    assert metrics.metrics["code.tests/setup_errors"] == 1.0
+    assert "test_setup raised ModuleNotFoundError in the sandbox (it has the standard library only)" in caplog.text
+    assert "a test of the dataset does not compile" in caplog.text
+
+
 def test_rows_without_tests_have_no_opinion_and_bad_tests_columns_say_how_to_fix():
     assert rewards.tests([block("x = 1\n")] * 2, tests=[[], None]) == [None, None]
     with pytest.raises(TypeError, match=r"a 'tests' value must be a list of test strings .* got int 3"):
@@ -114,6 +128,7 @@ def test_code_runs_values(metrics):
 def test_a_failing_sandbox_is_none_counted_and_logged_never_a_silent_zero(monkeypatch, metrics, caplog):
     from grpo_rewards_code import backends
 
+    monkeypatch.setattr(rewards, "_reported", set())  # logged once per process: start afresh
     name = sandbox.backend().name  # probed (and cached) while it works
     monkeypatch.setattr(backends.Backend, "argv", lambda self, run_id="": ["/nonexistent/sandbox"])
     with caplog.at_level(logging.WARNING, logger="grpo_rewards_code"):

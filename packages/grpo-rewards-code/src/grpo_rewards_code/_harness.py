@@ -2,7 +2,8 @@
 
 Never imported by the trainer: its source is handed to ``python -S -c`` (local
 sandboxes) or embedded in the program sent to a remote sandbox service. It
-needs only the standard library and runs on Python 3.8+.
+needs only the standard library and runs on Python 3.8+. The tests it gets have
+their asserts rewritten already (``grpo_rewards_code.asserts``).
 
 Before any untrusted code runs it confines its own process (for the ``unshare``
 backend a private root first: a tmpfs with the system directories bound
@@ -248,10 +249,10 @@ def _plain_types():
 
 def _make_checks(dict_keys=dict.keys, dict_values=dict.values):
     """``__grpo_truth__`` and ``__grpo_cmp__``, which the rewritten asserts call
-    (``grpo_rewards_code.asserts``): a check that
-    meets a value built from anything but plain built-in types (compared with a
-    plain one, or used as a truth value) fails the test, negated or not, so an
-    object whose ``__eq__`` always says True earns nothing."""
+    (``grpo_rewards_code.asserts``): a check that meets a value built from anything
+    but plain built-in types (compared with a plain one, or used as a truth value)
+    fails the test, negated or not, so an object whose ``__eq__`` always says True
+    earns nothing."""
     import operator
 
     seqs, maps = _plain_types()

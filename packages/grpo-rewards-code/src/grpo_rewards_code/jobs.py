@@ -91,9 +91,12 @@ class Result:
     @property
     def cause(self) -> str:
         """One word for metrics and logs: passed, failed, ran (no tests, no error),
-        syntax_error, error, memory, timeout, output_limit, crashed, sandbox_error."""
+        syntax_error, error, memory, timeout, output_limit, crashed, sandbox_error,
+        setup_error (the row's own setup code raised: not the completion's fault)."""
         if self.status != "ok":
             return self.status
+        if self.setup_error is not None:
+            return "setup_error"
         if self.code_error in SYNTAX_ERRORS:
             return "syntax_error"
         if self.code_error == "MemoryError" or "MemoryError" in self.tests:

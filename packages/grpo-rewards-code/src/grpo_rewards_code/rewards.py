@@ -18,10 +18,11 @@ from .extract import Extraction, extract_code, parses
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_MEMORY_MB = 1024
-CAUSES = ("no_code", "no_tests", "syntax_error", "error", "memory", "timeout", "output_limit", "crashed", "sandbox_error")
+CAUSES = ("no_code", "no_tests", "syntax_error", "error", "memory", "timeout", "output_limit", "crashed",
+          "sandbox_error", "setup_error")
 METRIC = {"no_code": "no_code", "no_tests": "no_tests", "syntax_error": "syntax_errors", "error": "errors", "memory": "memory_errors",
           "timeout": "timeouts", "output_limit": "output_limits", "crashed": "crashes",
-          "sandbox_error": "sandbox_errors"}
+          "sandbox_error": "sandbox_errors", "setup_error": "setup_errors"}
 
 log = logging.getLogger("grpo_rewards_code")
 _reported: set[tuple[str, str]] = set()
@@ -91,16 +92,24 @@ def _execute(jobs: list, limits, workers, sandbox, endpoint) -> list:
 
 
 def _report(name: str, results: list) -> None:
-    """Sandbox failures are logged once per kind of message: they are not the code's fault."""
+    """Problems that are not the completion's fault are logged once per kind of message:
+    the sandbox failing, the row's setup code raising, a test that does not compile."""
     for r in results:
-        if r is not None and r.status == "sandbox_error":
-            key = (name, r.detail[:80])
-            with _report_lock:
-                if key in _reported:
-                    continue
-                _reported.add(key)
-            log.warning("%s: the sandbox failed, the item scores None (counted in %s/sandbox_errors): %s",
-                        name, name, r.detail)
+        if r.status == "sandbox_error":
+            what = f"the sandbox failed, the item scores None (counted in {name}/sandbox_errors): {r.detail}"
+        elif r.setup_error:
+            what = (f"the row's test_setup raised {r.setup_error} in the sandbox (it has the standard library "
+                    f"only); those items score None (counted in {name}/setup_errors)")
+        elif "TestSyntaxError" in r.tests:
+            what = "a test of the dataset does not compile; it counts as failed for every completion"
+        else:
+            continue
+        key = (name, what[:120])
+        with _report_lock:
+            if key in _reported:
+                continue
+            _reported.add(key)
+        log.warning("%s: %s", name, what)
 
 
 def _log(kwargs: dict, name: str, extractions: list[Extraction], causes: list[str]) -> None:
@@ -153,8 +162,8 @@ def _judge(name: str, completions: Sequence, rows: list | None, kwargs: dict, se
             out.append((0.0, "no_code"))
         elif e.why:
             out.append((0.0, e.why))
-        elif r.status == "sandbox_error":
-            out.append((None, "sandbox_error"))
+        elif r.status == "sandbox_error" or r.cause == "setup_error":
+            out.append((None, r.cause))
         else:
             out.append((score(r, rows[i]), r.cause))
     scores, causes = [s for s, _ in out], [c for _, c in out]
@@ -185,14 +194,15 @@ def tests(
 
     0.0 when there is no code, it does not parse or nothing passes; tests passed
     before a timeout, crash or output flood still count. None (no opinion) when the
-    row has no tests or the sandbox itself failed. Every cause is counted in the
-    metrics ``code.tests/timeouts``, ``/sandbox_errors``, ``/crashes``,
-    ``/memory_errors``, ``/output_limits``, ``/syntax_errors``, ``/errors`` and
-    ``/no_code`` and ``/no_tests`` (shares). Limits per run: ``timeout`` seconds of wall clock (the
-    whole process tree is killed), ``memory_mb`` of address space, 16 MB files, 1 MB
-    of output, no network, no new processes. ``workers``: sandboxes at a time
-    (default ``GRPO_CODE_WORKERS`` or the CPUs per process); ``sandbox``: ``auto``
-    (bwrap, else unshare, else rlimits), a backend by name, or ``sandboxfusion``
+    row has no tests, its ``test_setup`` raised, or the sandbox itself failed. Each
+    cause is a metric: ``code.tests/timeouts``, ``/crashes``, ``/memory_errors``,
+    ``/output_limits``, ``/syntax_errors``, ``/errors``, ``/sandbox_errors``,
+    ``/setup_errors`` (counts) and ``/no_code``, ``/no_tests`` (shares). Limits per
+    run: ``timeout`` seconds of wall clock (the whole process tree is killed),
+    ``memory_mb`` of address space, 16 MB files, 1 MB of output, no network, no
+    new processes. ``workers``: sandboxes at a time (default ``GRPO_CODE_WORKERS``
+    or the CPUs per process); ``sandbox``: ``auto`` (bwrap, else unshare, else
+    rlimits), a backend by name, or ``sandboxfusion``
     with ``endpoint`` (a remote service).
     """
     settings = _settings(timeout, memory_mb, workers, sandbox, endpoint)
