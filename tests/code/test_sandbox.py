@@ -4,6 +4,7 @@ never waits on a stuck child, and the fallback chain bwrap -> unshare -> rlimits
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import pytest
@@ -207,3 +208,49 @@ def test_pool_size_follows_the_environment(monkeypatch):
     monkeypatch.delenv(sandbox.ENV_WORKERS)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "64")
     assert sandbox.default_workers() == 1
+
+
+ORPHAN_SCRIPT = """
+import json, os, signal, sys, threading, time
+from grpo_rewards_code import sandbox
+from grpo_rewards_code.jobs import Job, Limits
+from grpo_rewards_code.runner import our_processes
+threading.Thread(target=sandbox.run, args=([Job("while True:\\n    pass", ())] * 2, Limits(timeout=120), 2, sys.argv[1]),
+                 daemon=True).start()
+for _ in range(600):
+    pids = our_processes()
+    if len(pids) >= 2:
+        break
+    time.sleep(0.05)
+time.sleep(0.3)  # the harness is past its setup, in the loop
+print(json.dumps(our_processes()), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead
+    except FileNotFoundError:
+        return False
+
+
+def test_no_sandbox_outlives_a_trainer_killed_with_sigkill(backend, tmp_path):
+    import json
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.run([sys.executable, "-c", ORPHAN_SCRIPT, backend], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    pids = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert pids  # the runs were alive when the trainer died
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, f"left running after the trainer died: {left}"

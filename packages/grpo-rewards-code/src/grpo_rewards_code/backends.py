@@ -93,8 +93,10 @@ class Backend:
         if self.name == "bwrap":
             return _bwrap_argv() + ["--", *python]
         if self.name == "unshare":
-            return ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child",
-                    "--net", "--ipc", "--uts", "--", *python]
+            # setpriv makes unshare die with the trainer (kill -9 included), and --kill-child
+            # takes the harness with it
+            return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--user", "--map-root-user", "--mount",
+                    "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts", "--", *python]
         return python
 
     def payload(self, host_dir: str | None) -> dict:
@@ -149,8 +151,10 @@ def missing_tool(name: str) -> str | None:
         return f"{name} needs Linux (this is {sys.platform})"
     if name == "bwrap" and shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    if name == "unshare" and shutil.which("unshare") is None:
-        return "unshare (util-linux) is not installed"
+    if name == "unshare":
+        lacking = [tool for tool in ("unshare", "setpriv") if shutil.which(tool) is None]
+        if lacking:
+            return f"{' and '.join(lacking)} (util-linux) not installed"
     return None
 
 
