@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,9 @@ def backend(request):
     reason = sandbox.probe(request.param)
     if reason:
         pytest.skip(f"sandbox '{request.param}' does not work on this host: {reason}")
+    with warnings.catch_warnings():  # naming rlimits warns once per process: here, not in the test
+        warnings.simplefilter("ignore", sandbox.SandboxWarning)
+        sandbox.backend(request.param)
     return request.param
 
 

@@ -167,8 +167,21 @@ def test_with_neither_auto_warns_once_naming_what_is_missing(fresh_probes):
     assert r.tests == ["pass"] and r.layers["seccomp"] == "1"
 
 
+def test_auto_refuses_root_without_namespaces_or_seccomp(fresh_probes):
+    fresh_probes.setattr(backends, "missing_tool", lambda name: None if name == "rlimits" else "absent")
+    fresh_probes.setattr(sandbox.os, "geteuid", lambda: 0)
+    sandbox.probe("rlimits")
+    sandbox._probes["rlimits"][1]["seccomp"] = "0"  # as on an architecture without our syscall table
+    with pytest.raises(sandbox.SandboxUnavailable, match=r"refusing to run model code as root .* name "
+                                                         r"sandbox='rlimits' explicitly"):
+        sandbox.backend()
+    with pytest.warns(sandbox.SandboxWarning, match="no seccomp filter either"):
+        assert sandbox.backend("rlimits").name == "rlimits"
+
+
 def test_a_backend_named_by_parameter_or_environment_is_used_or_refused(fresh_probes):
-    assert sandbox.run([Job("x = 1", ())], sandbox="rlimits")[0].layers.get("pdeathsig") == "1"
+    with pytest.warns(sandbox.SandboxWarning, match=r"resource limits only \(sandbox: 'rlimits' was named\)"):
+        assert sandbox.run([Job("x = 1", ())], sandbox="rlimits")[0].layers.get("pdeathsig") == "1"
     fresh_probes.setenv(sandbox.ENV_BACKEND, "rlimits")
     assert sandbox.backend().name == "rlimits"
     fresh_probes.setattr(backends, "missing_tool", lambda name: "not here" if name == "bwrap" else None)

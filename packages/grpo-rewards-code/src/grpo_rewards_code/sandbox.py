@@ -125,6 +125,8 @@ def backend(name: str | None = None) -> backends.Backend:
         if reason:
             raise SandboxUnavailable(f"sandbox '{name}' does not work on this host: {reason}. "
                                      f"Use sandbox='auto' to take the strongest one that does.")
+        if name == "rlimits":
+            _note_once(name, {"sandbox": "'rlimits' was named"})
         return backends.Backend(name)
     reasons = {}
     for candidate in ("bwrap", "unshare"):
@@ -135,6 +137,13 @@ def backend(name: str | None = None) -> backends.Backend:
     reason = probe("rlimits")
     if reason:
         raise SandboxUnavailable(f"no sandbox works on this host; even a plain child process failed: {reason}")
+    if os.geteuid() == 0 and _probes["rlimits"][1].get("seccomp") != "1":
+        why = "; ".join(f"{k}: {v}" for k, v in reasons.items())
+        raise SandboxUnavailable(
+            f"refusing to run model code as root with neither namespaces ({why}) nor a seccomp filter "
+            f"(not available here): it could signal, rewrite or delete anything on this machine. Install "
+            f"bubblewrap, allow unprivileged user namespaces or train as an unprivileged user; to accept the "
+            f"risk, name sandbox='rlimits' explicitly.")
     _note_once("rlimits", reasons)
     return backends.Backend("rlimits")
 
