@@ -153,8 +153,8 @@ def test_import_is_light():
         "assert not heavy, heavy\n"
         "print(dt)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert float(out.stdout) < 0.1  # a few ms in practice; generous for a loaded machine
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)  # asserts inside
+    # (how long the import takes is bench/cold_start.py's to measure)
 
 
 HOSTILE = {

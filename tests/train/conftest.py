@@ -74,7 +74,7 @@ def make_plugin():
     def register_rewards(register):
         register("test.digits", digits)
         register("test.short", short)
-        register("test.exact", exact)
+        register("test.exact", exact, correctness=True)  # (a naive one: it pays hedges)
         register("test.interrupt", interrupt)
 
     @grpo_core.hookimpl
