@@ -2,14 +2,17 @@
 sandbox, and code datasets.
 
 ``code.tests``, ``code.runs``, ``code.format``; the ``mbpp``, ``humaneval`` and
-``code.files`` datasets; the ``code`` system prompt. Importing this module is
-cheap: the sandbox, ``datasets`` and the adapters load on first use.
+``code.files`` datasets; the ``code`` system prompt; the ``python`` and
+``guess_number`` environments (tool-using, multi-turn rollouts) and the
+``guess_number`` dataset. Importing this module is cheap: the sandbox,
+``datasets`` and the adapters load on first use.
 """
 
 from __future__ import annotations
 
 from grpo_core import hookimpl
 
+from .environments import ENVIRONMENTS, load_guess_number
 from .loaders import load_code_files, load_humaneval, load_mbpp
 from .rewards import REWARDS, code_format, runs, tests
 
@@ -22,7 +25,8 @@ CODE = (
 )
 CODE_ANSWER_TEMPLATE = "```python\n{answer}\n```"
 
-DATASETS = {"mbpp": load_mbpp, "humaneval": load_humaneval, "code.files": load_code_files}
+DATASETS = {"mbpp": load_mbpp, "humaneval": load_humaneval, "code.files": load_code_files,
+            "guess_number": load_guess_number}
 
 
 @hookimpl
@@ -43,6 +47,12 @@ def register_system_prompts(register):
              description="Reasoning, then the solution in one ```python block (matches code.* rewards)")
 
 
+@hookimpl
+def register_environments(register):
+    for name, factory in ENVIRONMENTS.items():
+        register(name, factory)  # description: the docstring's first line
+
+
 __all__ = ["tests", "runs", "code_format", "REWARDS", "DATASETS", "CODE", "CODE_ANSWER_TEMPLATE",
            "load_mbpp", "load_humaneval", "load_code_files", "register_rewards", "register_datasets",
-           "register_system_prompts", "__version__"]
+           "register_system_prompts", "ENVIRONMENTS", "load_guess_number", "register_environments", "__version__"]

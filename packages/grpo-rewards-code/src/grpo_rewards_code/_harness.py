@@ -1,9 +1,10 @@
 """grpo-code-sandbox-harness: the program that runs inside every sandbox.
 
-Never imported by the trainer: its source is handed to ``python -S -c`` (local
-sandboxes) or embedded in the program sent to a remote sandbox service. It
-needs only the standard library and runs on Python 3.8+. The tests it gets have
-their asserts rewritten already (``grpo_rewards_code.asserts``).
+Never imported by the trainer: for local sandboxes the trainer compiles it once and
+sends the code object with each job to a two-line bootstrap (``python -S -c``), so
+no run pays for compiling it; remote services get its source with the job
+embedded. It needs only the standard library and runs on Python 3.8+. The tests it
+gets have their asserts rewritten already (``grpo_rewards_code.asserts``).
 
 Before any untrusted code runs it confines its own process (for the ``unshare``
 backend a private root first: a tmpfs with the system directories bound
@@ -429,14 +430,13 @@ def _main(p):
     _exit(0)
 
 
-def _main_stdin():
-    import marshal
-
-    data = sys.stdin.buffer.read()
+def _main_local(p):
+    """Local sandboxes: the bootstrap (``backends.BOOTSTRAP``) read this code and ``p``
+    from stdin; the code's stdin is /dev/null."""
     try:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
     except OSError:
         pass
-    _main(marshal.loads(data))
+    _main(p)

@@ -31,9 +31,22 @@ PYTHON_FLAGS = ("-S", "-s", "-B")  # no site-packages, no user site, no .pyc fil
 TMPFS_MB = 64
 
 
+# Reads (harness code object, job) from stdin and runs it; the code object is marshalled by
+# this interpreter for this interpreter (the sandbox runs the trainer's base Python).
+BOOTSTRAP = ("import marshal, sys\nh, p = marshal.loads(sys.stdin.buffer.read())\n"
+             "g = {'__name__': 'grpo_code_sandbox_harness', '__builtins__': __builtins__}\n"
+             "exec(h, g)\ng['_main_local'](p)\n")
+
+
 @lru_cache(maxsize=1)
 def harness_source() -> str:
     return (Path(__file__).with_name("_harness.py")).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def harness_code():
+    """The harness compiled once (about 10 ms saved on every run)."""
+    return compile(harness_source(), "<grpo sandbox harness>", "exec", dont_inherit=True)
 
 
 def interpreter() -> str:
@@ -89,7 +102,7 @@ class Backend:
     def argv(self, run_id: str = "") -> list[str]:
         """The command line; ``run_id`` ends it (as ``sys.argv[1]``), so the run's
         processes can be found in /proc after a kill."""
-        python = [interpreter(), *PYTHON_FLAGS, "-c", harness_source() + "\n_main_stdin()\n", run_id]
+        python = [interpreter(), *PYTHON_FLAGS, "-c", BOOTSTRAP, run_id]
         if self.name == "bwrap":
             return _bwrap_argv() + ["--", *python]
         if self.name == "unshare":
@@ -158,4 +171,5 @@ def missing_tool(name: str) -> str | None:
     return None
 
 
-__all__ = ["NAMES", "Backend", "harness_source", "interpreter", "visible_paths", "missing_tool"]
+__all__ = ["NAMES", "Backend", "BOOTSTRAP", "harness_source", "harness_code", "interpreter", "visible_paths",
+           "missing_tool"]

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 
-from .backends import Backend
+from .backends import Backend, harness_code
 from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
 
 CHANNEL_CAP = 256 << 10  # verdict bytes: a test line is ~45 bytes
@@ -211,7 +211,7 @@ class _Run:
         finally:
             os.close(write)
         _track(self.proc)
-        self.pending = memoryview(marshal.dumps(payload))
+        self.pending = memoryview(marshal.dumps((harness_code(), payload)))
         os.set_blocking(self.proc.stdin.fileno(), False)
         self.sel.register(self.proc.stdin, selectors.EVENT_WRITE, (self, "stdin"))
         self.chan = os.fdopen(read, "rb", buffering=0)
