@@ -16,6 +16,7 @@ from .data import (
     list_system_prompts,
     load_dataset,
 )
+from .environments import get_environment, list_environments
 from .errors import (
     DuplicateNameError,
     GrpoError,
@@ -42,6 +43,8 @@ __all__ = [
     "list_datasets",
     "load_dataset",
     "list_system_prompts",
+    "list_environments",
+    "get_environment",
     "build_prompt",
     "build_prompts",
     "check_columns",

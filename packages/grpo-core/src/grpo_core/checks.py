@@ -315,7 +315,16 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
     stages = ([(p.section.name, p.funcs, p.weights, p.args.seed) for p in plans] if plans is not None
               else _stages(cfg, train_ds.column_names))
     reports = []
+    env = getattr(cfg, "environment", None)
+    scorers = ", ".join(f"'{e.name}'" for e in env.rewarded) if env is not None else ""
+    if scorers:
+        log(f"grpo check: the environment reward {scorers} (get_reward) is not checked: it scores the "
+            f"environment's state after a rollout, which needs a model to play.")
     for name, funcs, weights, seed in stages:
+        if not funcs:
+            log(f"grpo check{f' [{name}]' if name != 'main' else ''}: skipped (no rewards to test; "
+                f"the environment scores rollouts itself).")
+            continue
         report = check_stage(name, funcs, weights, train_ds, template,
                              limit=limit or GOLD_LIMIT, probe_rows=probe_rows or PROBE_ROWS, seed=seed)
         log(summary_line(report) if brief and report.ok else format_report(report))

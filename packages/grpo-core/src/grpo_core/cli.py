@@ -18,6 +18,7 @@ COMMANDS = (
     "rewards",
     "datasets",
     "prompts",
+    "envs",
     "score",
     "check",
     "preflight",

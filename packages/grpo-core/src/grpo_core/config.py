@@ -4,7 +4,8 @@ Top-level keys are ``GRPOConfig`` fields, read by TRL's own argument machinery
 (``TrlParser.set_defaults_with_config`` + ``HfArgumentParser``), exactly as in
 ``trl grpo --config``. Our sections sit beside them: ``model``, ``lora``,
 ``dataset``, ``rewards``, ``stages``, ``health``, ``adaptive_weights`` (and
-TRL's ``env``). On the command line, ``--key value`` sets a ``GRPOConfig`` field
+TRL's ``env``), and ``environment`` / ``tools`` (tool-using, multi-turn rollouts;
+see :mod:`grpo_core.environments`). On the command line, ``--key value`` sets a ``GRPOConfig`` field
 and ``--section.key value`` one of ours (``--model.id``, ``--lora.r 8``,
 ``--dataset.params.level 2``); ``--rewards SPEC [SPEC ...]`` replaces the
 reward list. Command-line values apply to every stage.
@@ -27,7 +28,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights")
+SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights", "environment", "tools")
 
 # Names from older TRL / transformers versions and from `trl grpo` script flags,
 # with what replaced them. Only reported when the name is not a GRPOConfig field.
@@ -141,6 +142,7 @@ class RunConfig:
     cli_args: list[str]
     explicit: set[str]  # GRPOConfig fields the user set (YAML or command line)
     env: dict = field(default_factory=dict)  # environment variables the config sets (apply_env)
+    environment: Any = None  # environments.EnvironmentSection: tools and multi-turn rollouts, or None
 
     @property
     def multi_stage(self) -> bool:
@@ -256,7 +258,7 @@ def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[s
     trl_names: set[str] = set()
     for key, values in flag_values(tokens):
         if key.split(".", 1)[0] in SECTIONS or key.split(".", 1)[0] == "env":
-            if key == "rewards":  # reward specs stay text (a list given as one YAML value aside)
+            if key in ("rewards", "tools"):  # specs stay text (a list given as one YAML value aside)
                 ours[key] = _yaml_value(values[0]) if len(values) == 1 and values[0].lstrip().startswith("[") else values
             else:
                 ours[key] = flag_value(values)
@@ -417,10 +419,13 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     lora, merge = _lora(raw.get("lora"))
     if merge and lora is None:
         raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
+    model, dataset = _model(raw), _dataset(raw)
+    environment = _environment(raw)
+    stages = _stages(raw, known, environment)
     return RunConfig(
-        path=str(path) if path else None, model=_model(raw), lora=lora, merge=merge, dataset=_dataset(raw),
-        stages=_stages(raw, known), health=_health(raw), adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
-        cli_args=cli_args, explicit=set(training) | set(cli_names), env=env,
+        path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
+        stages=stages, health=_health(raw), adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
+        cli_args=cli_args, explicit=set(training) | set(cli_names), env=env, environment=environment,
     )
 
 
@@ -487,6 +492,12 @@ def _dataset(raw: dict) -> DatasetSection:
     return dataset
 
 
+def _environment(raw: dict):
+    from .environments import parse_section
+
+    return parse_section(raw.get("environment"), raw.get("tools"))
+
+
 def _health(raw: dict) -> HealthSection:
     if raw.get("health") is False:
         raw["health"] = {"enabled": False}
@@ -511,14 +522,16 @@ def _adaptive(value: Any) -> AdaptiveSection | None:
     return adaptive
 
 
-def _stages(raw: dict, known: set[str]) -> list[StageSection]:
+def _stages(raw: dict, known: set[str], environment=None) -> list[StageSection]:
     """The stages (one, 'main', without a stages list), each with its rewards parsed
-    and composed once."""
+    and composed once. An environment that scores rollouts (``get_reward``) may be
+    the only reward."""
     rewards, stages_raw = raw.get("rewards"), raw.get("stages")
+    scorers = [e.name for e in environment.rewarded] if environment is not None else []
     if not stages_raw:
-        if rewards is None:
+        if rewards is None and not scorers:
             raise ConfigError("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
-        return [_stage("main", rewards, {}, "")]
+        return [_stage("main", [] if rewards is None else rewards, {}, "", scorers)]
     if not isinstance(stages_raw, list):
         raise ConfigError(f"'stages' must be a list of stages, got {stages_raw!r}.")
     stages: list[StageSection] = []
@@ -531,20 +544,23 @@ def _stages(raw: dict, known: set[str]) -> list[StageSection]:
             raise ConfigError(f"stage name {name!r} must be unique and made of letters, digits, - and _.")
         where = f"stage '{name}': "
         st_rewards = st.pop("rewards", rewards)
-        if st_rewards is None:
+        if st_rewards is None and not scorers:
             raise ConfigError(f"{where}no rewards: give the stage a rewards list (or set top-level rewards).")
         _check_training(st, where, known)
         if "reward_weights" in st:
             raise ConfigError(f"{where}set weights in the stage's rewards list, not reward_weights.")
-        stages.append(_stage(name, st_rewards, st, where))
+        stages.append(_stage(name, [] if st_rewards is None else st_rewards, st, where, scorers))
     return stages
 
 
-def _stage(name: str, specs: Any, training: dict, where: str) -> StageSection:
+def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str] = ()) -> StageSection:
+    """``scorers``: environments whose get_reward TRL adds to the rewards (logged by name)."""
     from .rewards import compose_specs, parse_spec
 
     if isinstance(specs, (str, dict)):
         specs = [specs]
+    if scorers and specs == []:
+        return StageSection(name, [], training, [])
     if not isinstance(specs, list) or not specs:
         raise ConfigError(
             f"{where}rewards must be a non-empty list of reward specs, e.g. "
@@ -553,7 +569,11 @@ def _stage(name: str, specs: Any, training: dict, where: str) -> StageSection:
         )
     parsed = [parse_spec(s) for s in specs]
     funcs = compose_specs(parsed)  # unknown names, bad params and weights fail here
-    if all(p.weight == 0 for p in parsed):
+    clash = sorted({f.__name__ for f in funcs} & set(scorers))
+    if clash:
+        raise ConfigError(f"{where}'{clash[0]}' names both a reward and the environment that scores rollouts; TRL "
+                          f"logs both as rewards/{clash[0]}/mean: give the reward another name with `as:`.")
+    if all(p.weight == 0 for p in parsed) and not scorers:
         raise ConfigError(f"{where}every reward weight is 0: the model would get no learning signal.")
     return StageSection(name, parsed, training, funcs)
 

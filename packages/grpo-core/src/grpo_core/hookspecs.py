@@ -55,3 +55,16 @@ def register_probes(register: Callable[..., None]) -> None:
         adversarial completion text. ``right=True``: it carries the right answer,
         so only the weighted total may not exceed the gold completion's.
     """
+
+
+@hookspec
+def register_environments(register: Callable[..., None]) -> None:
+    """Register environments for tool-using, multi-turn rollouts:
+    ``register(name, factory, *, description=None)``.
+
+    :param register: call once per environment. ``factory(**params)`` returns what
+        TRL's ``environment_factory`` takes: a class (or a zero-argument callable
+        making instances) with ``reset(**row)``, public methods as the model's
+        tools and an optional ``get_reward()``. A class registered directly is its
+        own factory: its ``__init__`` keywords are the parameters.
+    """

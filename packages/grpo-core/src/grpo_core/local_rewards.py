@@ -39,30 +39,31 @@ def is_local_ref(name: str) -> bool:
     return ":" in name and bool(LOCAL_REF_RE.fullmatch(name))
 
 
-def load(ref: str) -> Callable:
-    """The function ``ref`` names (``file.py:func`` or ``module.func``)."""
+def load(ref: str, kind: str = "reward") -> Callable:
+    """The function ``ref`` names (``file.py:func`` or ``module.func``); ``kind`` (reward,
+    tool) names it in errors."""
     if is_local_ref(ref):
         where, func_name = ref.rsplit(":", 1)
-        module = _load_file(where, ref)
+        module = _load_file(where, ref, kind)
     else:
         where, func_name = ref.rsplit(".", 1)
-        module = _import(where, ref)
+        module = _import(where, ref, kind)
     func = getattr(module, func_name, None)
     if func is None:
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
                        and getattr(v, "__module__", None) == module.__name__)
-        raise SpecError(f"reward '{ref}': {where} has no function '{func_name}'"
+        raise SpecError(f"{kind} '{ref}': {where} has no function '{func_name}'"
                         + (f"; its functions: {', '.join(found)}." if found else "."))
     if not callable(func):
-        raise SpecError(f"reward '{ref}': '{func_name}' in {where} is a {type(func).__name__}, not a function.")
+        raise SpecError(f"{kind} '{ref}': '{func_name}' in {where} is a {type(func).__name__}, not a function.")
     return func
 
 
-def _load_file(path_text: str, ref: str):
+def _load_file(path_text: str, ref: str, kind: str = "reward"):
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise SpecError(
-            f"reward '{ref}': no file {path_text} (looked in {Path.cwd()}). Give the path relative to "
+            f"{kind} '{ref}': no file {path_text} (looked in {Path.cwd()}). Give the path relative to "
             f"the directory you run grpo in, or an absolute one."
         )
     path = path.resolve()
@@ -77,11 +78,11 @@ def _load_file(path_text: str, ref: str):
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise SpecError(f"reward '{ref}': importing {path} failed: {type(exc).__name__}: {exc}") from exc
+        raise SpecError(f"{kind} '{ref}': importing {path} failed: {type(exc).__name__}: {exc}") from exc
     return module
 
 
-def _import(module_name: str, ref: str):
+def _import(module_name: str, ref: str, kind: str = "reward"):
     cwd = str(Path.cwd())
     if cwd not in sys.path:  # as `trl grpo` does: modules next to where it runs import
         sys.path.insert(0, cwd)
@@ -90,12 +91,12 @@ def _import(module_name: str, ref: str):
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             raise SpecError(
-                f"reward '{ref}': no module '{module_name}' to import (nor a registered reward of that "
-                f"name; `grpo rewards list` shows those). For a file, write path/to/file.py:function."
+                f"{kind} '{ref}': no module '{module_name}' to import (nor a registered {kind} of that "
+                f"name; `grpo {'envs' if kind == 'tool' else 'rewards'} list` shows those). For a file, write path/to/file.py:function."
             ) from None
-        raise SpecError(f"reward '{ref}': importing {module_name} failed: {exc}") from exc
+        raise SpecError(f"{kind} '{ref}': importing {module_name} failed: {exc}") from exc
     except Exception as exc:
-        raise SpecError(f"reward '{ref}': importing {module_name} failed: {type(exc).__name__}: {exc}") from exc
+        raise SpecError(f"{kind} '{ref}': importing {module_name} failed: {type(exc).__name__}: {exc}") from exc
 
 
 __all__ = ["is_local_ref", "load", "LOCAL_REF_RE", "IMPORT_PATH_RE"]

@@ -20,7 +20,8 @@ DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 
 # The command that lists each kind of entry
 LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
-                 "system prompt": "grpo prompts list", "probe": "grpo plugins"}
+                 "system prompt": "grpo prompts list", "probe": "grpo plugins",
+                 "environment": "grpo envs list"}
 
 
 def install_hint(dist: str) -> str:
@@ -39,6 +40,7 @@ KNOWN_NAMESPACES = {
 KNOWN_DATASETS = {
     name: "grpo-datasets" for name in ("gsm8k", "math", "medcalc", "files", "hub", "arithmetic")
 }
+KNOWN_ENVIRONMENTS = {name: "grpo-rewards-code" for name in ("python", "guess_number")}
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,14 @@ class Registry:
         except KeyError:
             raise UnknownNameError(self._unknown_message(name)) from None
 
+    def _known_home(self, name: str) -> str | None:
+        """The distribution of ours that provides ``name``, if one does."""
+        if self.kind == "dataset":
+            return KNOWN_DATASETS.get(name)
+        if self.kind == "environment":
+            return KNOWN_ENVIRONMENTS.get(name)
+        return KNOWN_NAMESPACES.get(name.split(".", 1)[0])
+
     def _unknown_message(self, name: str) -> str:
         names = self.names()
         close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
@@ -98,9 +108,7 @@ class Registry:
             msg += f" Registered {self.kind}s: {shown}."
         else:
             msg += f" No {self.kind}s are registered: no plugin providing them is loaded."
-        hint = (KNOWN_DATASETS if self.kind == "dataset" else KNOWN_NAMESPACES).get(
-            name if self.kind == "dataset" else name.split(".", 1)[0]
-        )
+        hint = self._known_home(name)
         allowed = plugins.allowed_distributions()
         if hint and not close and plugins.is_installed(hint):
             if allowed is not None and hint not in allowed:
@@ -244,4 +252,14 @@ def probes() -> Registry:
     return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras=("right",))
 
 
-__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes"]
+def _check_environment(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise RegistryError(f"environment '{name}' factory is {factory!r:.80}, not a callable that returns an "
+                            f"environment class.")
+
+
+def environments() -> Registry:
+    return collect("register_environments", "environment", dotted=False, validate=_check_environment)
+
+
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments"]

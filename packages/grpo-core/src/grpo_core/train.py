@@ -73,11 +73,36 @@ def build_datasets(cfg: RunConfig, eval_split: str | None = None):
     if few_shot and "question" in train.column_names:
         few_shot, train = take_few_shot(train, few_shot)
     train = build_prompts(train, d.system_prompt, few_shot or 0, d.answer_template)
+    _check_environment_columns(cfg, train, f"dataset '{d.name}' (split {d.split})")
     eval_ds = None
     if eval_split or d.eval_split:
-        eval_ds = load_dataset(d.name, split=eval_split or d.eval_split, **{**d.params, **d.eval_params})
+        split = eval_split or d.eval_split
+        eval_ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
         eval_ds = build_prompts(eval_ds, d.system_prompt, few_shot or 0, d.answer_template)
+        _check_environment_columns(cfg, eval_ds, f"dataset '{d.name}' (split {split})")
     return train, eval_ds
+
+
+def _check_environment_columns(cfg: RunConfig, ds, where: str) -> None:
+    from .environments import COLUMN, check_columns
+
+    check_columns(ds.column_names, cfg.environment, where, values=lambda: ds.unique(COLUMN))
+
+
+def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
+    """Environments and tools need transformers recent enough and a chat template that
+    renders tool calls and that TRL can parse them from: checked on the tokenizer,
+    before any model loads (TRL would only fail after)."""
+    if cfg.environment is None:
+        return
+    from transformers import AutoTokenizer
+
+    from .environments import check_support
+    from .models import prepare_tokenizer, resolve
+
+    path = resolve(cfg.model.id)
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=cfg.model.revision, trust_remote_code=trust_remote_code)
+    check_support(cfg.environment, prepare_tokenizer(tokenizer), cfg.model.id)
 
 
 def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
@@ -255,6 +280,8 @@ def _write_resolved(cfg: RunConfig, plans: list[StagePlan], root: Path, device: 
                            **p.section.training} for p in plans]
     else:
         data["rewards"] = [s.as_config() for s in plans[0].section.rewards]
+    if cfg.environment is not None:
+        data.update(cfg.environment.as_config())
     data["health"] = asdict(cfg.health)
     if cfg.adaptive is not None:
         data["adaptive_weights"] = asdict(cfg.adaptive)
@@ -361,6 +388,7 @@ def _prepare(cfg: RunConfig, resume, overwrite: bool, log, stream, extra_callbac
             progress={"stages": {}}, log=log, stream=stream, extra_callbacks=extra_callbacks, main=main,
             overwrite=overwrite)
     check_writable(root)
+    check_tool_support(cfg, a.trust_remote_code)
     _check_resume(r)
     if main:
         if cfg.health.enabled:
@@ -493,24 +521,50 @@ def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict):
     from peft import PeftModel
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+    from .environments import trainer_kwargs
     from .reward_policy import guard_rewards
     from .trainer import GrpoTrainer
 
     cfg, h = r.cfg, r.cfg.health
+    guard = dict(window=h.window, max_share=h.max_reward_errors, log=r.log)
     trainer = GrpoTrainer(
-        model=model, reward_funcs=guard_rewards(p.funcs, window=h.window, max_share=h.max_reward_errors, log=r.log), args=p.args, train_dataset=r.train_ds, eval_dataset=r.eval_ds,
+        model=model, reward_funcs=guard_rewards(p.funcs, **guard), args=p.args, train_dataset=r.train_ds, eval_dataset=r.eval_ds,
         processing_class=tokenizer, callbacks=[*callbacks.values(), *r.extra_callbacks],
         peft_config=r.peft_config if not isinstance(model, PeftModel) else None,
         precision=r.precision, fast_generation=fast_generation(cfg, p.args, r.device),
         generation_threads=int(cfg.model.generation_threads or 1) if r.device == "cpu" else None,
         on_nonfinite=h.on_nonfinite, snapshot=h.snapshot, max_skips=h.max_skips,
-        report=lambda event: _report_nonfinite(r, p, event),
+        report=lambda event: _report_nonfinite(r, p, event), **trainer_kwargs(cfg.environment),
     )
+    guard_environment_rewards(trainer, len(p.funcs), **guard)
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
     if "adaptive" in callbacks:
         callbacks["adaptive"].bind(trainer)
     return trainer
+
+
+def guard_environment_rewards(trainer, own: int, **guard) -> None:
+    """An environment's get_reward, which TRL adds after our rewards, gets the failure
+    policy of every reward: an item it fails on scores None, counted and logged once."""
+    import inspect
+
+    from .reward_policy import AsyncGuardedReward, GuardedReward
+
+    for i in range(own, len(trainer.reward_funcs)):
+        func, name = trainer.reward_funcs[i], trainer.reward_func_names[i]
+        cls = AsyncGuardedReward if inspect.iscoroutinefunction(func) else GuardedReward
+        trainer.reward_funcs[i] = cls(_Named(func, name), **guard)
+
+
+class _Named:
+    """A callable under another ``__name__`` (what GuardedReward reports it as)."""
+
+    def __init__(self, func, name: str):
+        self.func, self.__name__ = func, name
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)
 
 
 def _report_nonfinite(r: Run, p: StagePlan, event) -> None:

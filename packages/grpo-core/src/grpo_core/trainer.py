@@ -14,6 +14,9 @@ Three short overrides, nothing re-implemented:
 - non-finite logits are replaced during sampling (``remove_invalid_values``)
   instead of tripping a device-side assert in ``torch.multinomial``; the loss
   computed from the same weights is then non-finite and the guard stops;
+- an environment's ``get_reward`` column (TRL names it after the class and weighs
+  it 1) is named after the registered environment and weighed as configured;
+  tool-calling turns sample through the same ``_generate_single_turn``;
 - resuming inside a generation buffer (``steps_per_generation`` or
   ``num_iterations`` above 1) is exact: a checkpoint there also holds the
   buffered batches (``grpo_buffer-rank<N>.pt``), and the step counter TRL picks
@@ -23,6 +26,7 @@ Three short overrides, nothing re-implemented:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -42,8 +46,11 @@ class GrpoTrainer(GRPOTrainer):
     def __init__(self, *args, precision: Precision | None = None, fast_generation: bool = False,
                  generation_threads: int | None = None, on_nonfinite: str = "stop",
                  snapshot: bool | str = "auto", max_skips: int = 10,
-                 report: Callable[[Event], None] | None = None, **kwargs):
+                 report: Callable[[Event], None] | None = None,
+                 environment_rewards: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        if environment_rewards:
+            self._name_environment_rewards(environment_rewards)
         self.precision = precision
         self.generation_threads = generation_threads
         self.fast_generation = fast_generation and not self.use_vllm
@@ -58,6 +65,23 @@ class GrpoTrainer(GRPOTrainer):
                            snapshot=wants_snapshot(snapshot, params, sum(p.numel() for p in params)))
         self._resume_dir: str | None = None
         self.add_callback(_Hooks(self, report))
+
+    def _name_environment_rewards(self, rewards: dict) -> None:
+        """``rewards``: {TRL's environment key (None, or the route): (logged name, weight)}.
+        TRL appends one reward column per environment class with ``get_reward``, in
+        the order of its factories, after the rewards passed in."""
+        keyed: dict[type, list] = {}
+        for key, pool in self._environment_pool.items():
+            cls = type(pool[0])
+            if "get_reward" in dict(inspect.getmembers(cls, predicate=inspect.isfunction)):
+                keyed.setdefault(cls, []).append(key)
+        own = len(self.reward_funcs) - len(keyed)
+        for index, keys in enumerate(keyed.values(), start=own):
+            for key in (k for k in keys if k in rewards):  # the first route that names it
+                name, weight = rewards[key]
+                self.reward_func_names[index] = name
+                self.reward_weights[index] = float(weight)
+                break
 
     def _cast_trainable(self, dtype: torch.dtype) -> None:
         """Pure low precision: adapters too (peft upcasts them to float32)."""

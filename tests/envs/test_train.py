@@ -1,0 +1,72 @@
+"""Two steps of `grpo train` with each built-in environment on the tiny tool model.
+
+The policy is scripted (tests/envs/conftest.py): it writes well-formed tool calls
+and reads the tool results back from its context. TRL runs the rest as in a real
+run: the environment's reset, tool execution, the next turn, rewards, the update.
+An answer can only be right when the tool's result reached the next turn.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grpo_core.testing import scripted_policy
+
+from .conftest import BinarySearchPolicy, PythonPolicy, metrics, write_config
+
+COMMON = """
+model: {dtype: float32}
+lora: {r: 4, lora_alpha: 8}
+max_steps: 2
+learning_rate: 1.0e-3
+per_device_train_batch_size: 4
+num_generations: 2
+gradient_checkpointing: false
+save_strategy: "no"
+report_to: []
+seed: 0
+"""
+
+
+def test_python_environment_runs_the_model_code_and_shows_it_the_result(grpo, tool_tokenizer, tmp_path):
+    config = write_config(tmp_path / "python.yaml", COMMON + """
+dataset: {name: toy_arithmetic, system_prompt: plain}
+environment: python(timeout=10.0)
+rewards: [math.correctness]
+max_completion_length: 128
+""")
+    policy = PythonPolicy()
+    out = tmp_path / "out"
+    with scripted_policy(tool_tokenizer, policy):
+        code, stdout, stderr = grpo("train", config, "--output_dir", out)
+    assert code == 0, stdout + stderr
+    steps = metrics(out)
+    assert [r["step"] for r in steps] == [1, 2]
+    for r in steps:
+        assert r["tools/call_frequency"] == 1.0  # one python call per completion
+        assert r["tools/failure_frequency"] == 0.0
+        assert r["rewards/math.correctness/mean"] == 1.0  # "Answer: 42" / "Answer: 1024": read from the tool
+    shown = [c for c in policy.contexts if "<tool_response>" in c]
+    assert any("<tool_response>\n42\n</tool_response>" in c for c in shown)
+    assert any("<tool_response>\n1024\n</tool_response>" in c for c in shown)
+
+
+def test_guess_number_takes_several_turns_and_scores_itself(grpo, tool_tokenizer, tmp_path):
+    config = write_config(tmp_path / "guess.yaml", COMMON + """
+dataset: {name: toy_guess}
+environment: guess_number(max_guesses=5)
+max_completion_length: 512
+""")
+    policy = BinarySearchPolicy()
+    out = tmp_path / "out"
+    with scripted_policy(tool_tokenizer, policy):
+        code, stdout, stderr = grpo("train", config, "--output_dir", out)
+    assert code == 0, stdout + stderr
+    assert "grpo check: skipped" in stdout + stderr
+    for r in metrics(out):
+        # secret 37: 50 lower, 25 higher, 37 correct (3 calls, found: 1.0); secret 100: 50, 75, 88, 94, 97
+        # higher, then 99 refused (6 calls, not found within 5: 0.0). Two completions each: 18 calls / 4.
+        assert r["tools/call_frequency"] == pytest.approx(4.5)
+        assert r["rewards/guess_number/mean"] == 0.5
+        assert r["reward"] == 0.5
+    assert any("<tool_response>\nlower\n</tool_response>" in c for c in policy.contexts)
