@@ -1,6 +1,6 @@
 """Benchmark: code.tests in the sandbox vs a bare subprocess.run per item, same completions, same run.
 
-    python bench/code_reward.py [--n 1000] [--workers N] [--backends bwrap,unshare,rlimits] [--seed 0]
+    python bench/code_reward.py [--n 1000] [--workers N] [--backends bwrap,unshare,rlimits] [--rounds 10]
 
 N MBPP-style completions (12 tasks with 3 asserts each, like MBPP's; about 60%
 right, the rest wrong in one or more tests; every completion distinct, so
@@ -15,7 +15,9 @@ nothing is deduplicated) are scored all-or-nothing:
   1 sandbox at a time (the per-item overhead against the baseline, in ms) and
   with the default pool (``GRPO_CODE_WORKERS`` or the CPUs).
 
-Prints completions/s of each, the ratios and whether every verdict agrees.
+The batch is cut into rounds and every configuration runs each round in turn, so
+a machine whose load drifts during the run slows all of them alike. Prints
+completions/s of each, the ratios and whether every verdict agrees.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import random
 import subprocess
 import sys
 import time
+import warnings
 
 # (function source, tests, wrong variants): MBPP-like tasks
 TASKS = [
@@ -96,8 +99,7 @@ def make_batch(n: int, seed: int) -> tuple[list[str], list[list[str]], list[str]
     return completions, tests, codes
 
 
-def bare(codes: list[str], tests: list[list[str]], python: str, timeout: float) -> tuple[list[float], float]:
-    start = time.perf_counter()
+def bare(codes: list[str], tests: list[list[str]], python: str, timeout: float) -> list[float]:
     out = []
     for code, ts in zip(codes, tests):
         try:
@@ -106,7 +108,7 @@ def bare(codes: list[str], tests: list[list[str]], python: str, timeout: float) 
             out.append(1.0 if done.returncode == 0 else 0.0)
         except subprocess.TimeoutExpired:
             out.append(0.0)
-    return out, time.perf_counter() - start
+    return out
 
 
 def main() -> int:
@@ -114,9 +116,12 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=None, help="pool size (default: GRPO_CODE_WORKERS or CPUs)")
     ap.add_argument("--backends", default="bwrap,unshare,rlimits", help="comma-separated; those that work here")
+    ap.add_argument("--rounds", type=int, default=10, help="the batch is cut in rounds; each round runs every "
+                                                          "configuration, so load that drifts hits all alike")
     ap.add_argument("--timeout", type=float, default=5.0)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    warnings.simplefilter("ignore")  # rlimits named on purpose: its one-time warning is not news here
 
     from grpo_rewards_code import backends, rewards, sandbox
 
@@ -125,30 +130,47 @@ def main() -> int:
     completions, tests, codes = make_batch(args.n, args.seed)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{args.n} MBPP-style completions ({len(TASKS)} tasks x 3 asserts, all distinct), {cpus} CPUs, "
-          f"pool of {workers}, python {sys.version.split()[0]} ({python})")
-
-    rewards.tests(completions[:8], tests=tests[:8], all_or_nothing=True)  # warm caches and the probes
-    base, t_bare = bare(codes, tests, python, args.timeout)
-    _, t_bare2 = bare(codes, tests, python, args.timeout)
-    n = args.n
-    print(f"  bare subprocess.run        {n / t_bare:7.1f} completions/s  ({t_bare / n * 1000:6.1f} ms/item; "
-          f"again: {t_bare2 / n * 1000:.1f} ms/item, A/A {t_bare2 / t_bare:.2f}x)   passed {sum(base):.0f}/{n}")
+          f"pool of {workers}, python {sys.version.split()[0]} ({python}), {args.rounds} rounds")
+    configs = [("bare", 1), ("bare again (A/A)", 1)]
     for name in args.backends.split(","):
         reason = sandbox.probe(name)
         if reason:
             print(f"  {name:8} not available here: {reason}")
             continue
-        for w in sorted({1, workers}):
-            start = time.perf_counter()
-            ours = rewards.tests(completions, tests=tests, all_or_nothing=True, sandbox=name, workers=w,
-                                 timeout=args.timeout)
-            took = time.perf_counter() - start
-            agree = "all verdicts agree" if ours == base else \
-                f"{sum(a != b for a, b in zip(ours, base))} verdicts differ"
-            extra = (f"overhead {(took - t_bare) / n * 1000:+5.1f} ms/item" if w == 1 else
-                     f"{t_bare / took:.2f}x the bare loop's speed")
-            print(f"  {name:8} {w:2} at a time     {n / took:7.1f} completions/s  ({took / n * 1000:6.1f} ms/item; "
-                  f"{extra}; {agree})")
+        configs += [(name, w) for w in sorted({1, workers})]
+    rewards.tests(completions[:8], tests=tests[:8], all_or_nothing=True)  # warm caches and the probes
+
+    took = {c: 0.0 for c in configs}
+    verdicts: dict = {c: [] for c in configs}
+    size = -(-args.n // args.rounds)
+    for start in range(0, args.n, size):
+        part = slice(start, start + size)
+        for name, w in configs:
+            t0 = time.perf_counter()
+            if name.startswith("bare"):
+                got = bare(codes[part], tests[part], python, args.timeout)
+            else:
+                got = rewards.tests(completions[part], tests=tests[part], all_or_nothing=True, sandbox=name,
+                                    workers=w, timeout=args.timeout)
+            took[(name, w)] += time.perf_counter() - t0
+            verdicts[(name, w)] += got
+
+    n, t_bare = args.n, took[("bare", 1)]
+    base = verdicts[("bare", 1)]
+    print(f"  {'bare subprocess.run':24} {n / t_bare:7.1f} completions/s  ({t_bare / n * 1000:6.1f} ms/item)"
+          f"   passed {sum(base):.0f}/{n}")
+    for (name, w), t in took.items():
+        if name == "bare":
+            continue
+        if name.startswith("bare"):
+            print(f"  {name:24} {n / t:7.1f} completions/s  ({t / n * 1000:6.1f} ms/item; {t / t_bare:.2f}x the first)")
+            continue
+        agree = "all verdicts agree" if verdicts[(name, w)] == base else \
+            f"{sum(a != b for a, b in zip(verdicts[(name, w)], base))} verdicts differ"
+        extra = (f"overhead {(t - t_bare) / n * 1000:+5.1f} ms/item" if w == 1 else
+                 f"{t_bare / t:.2f}x the bare loop's speed")
+        print(f"  {name + f', {w} at a time':24} {n / t:7.1f} completions/s  ({t / n * 1000:6.1f} ms/item; "
+              f"{extra}; {agree})")
     return 0
 
 
