@@ -36,6 +36,7 @@ class Report:
     samples: list[dict]
     verdict: str = "ok"
     advice: list[str] = field(default_factory=list)
+    tool_calls: float | None = None  # mean tool calls per completion (multi-turn rollouts)
 
     @property
     def exit_code(self) -> int:
@@ -64,8 +65,14 @@ def score_groups(funcs, weights, prompts: list, rows: list[dict], groups: list[l
 def analyze(funcs, weights, prompts: list, rows: list[dict], groups: list[list[Any]],
             max_tokens: int, temperature: float | None = None, n_samples: int = 3) -> Report:
     scored = score_groups(funcs, weights, prompts, rows, groups)
+    return judge_scored([f.__name__ for f in funcs], weights, prompts, scored, groups, temperature, n_samples)
+
+
+def judge_scored(names: list[str], weights, prompts: list, scored: dict, groups: list[list[Any]],
+                 temperature: float | None = None, n_samples: int = 3) -> Report:
+    """The report on completions already scored (``score_groups``' shape): rewards
+    scored here, or multi-turn rollouts TRL scored (:mod:`grpo_core.rollouts`)."""
     n, totals, per_reward = scored["n"], scored["totals"], scored["per_reward"]
-    names = [f.__name__ for f in funcs]
     n_groups = len(groups)
     chunks = lambda xs: [xs[i * n:(i + 1) * n] for i in range(n_groups)]  # noqa: E731
     flat_share = sum(_flat(g) for g in chunks(totals)) / n_groups if n_groups else math.nan
@@ -130,8 +137,9 @@ def _judge(r: Report, temperature: float | None) -> None:
 def format_report(r: Report) -> str:
     from .tables import table
 
+    tools = "" if r.tool_calls is None else f", {r.tool_calls:.2g} tool calls per completion"
     lines = [f"preflight: {r.prompts} prompts x {r.group_size} completions, "
-             f"mean {r.mean_tokens:.0f} tokens, {100 * r.truncation_rate:.0f}% truncated", ""]
+             f"mean {r.mean_tokens:.0f} tokens, {100 * r.truncation_rate:.0f}% truncated{tools}", ""]
     rows = [[s["reward"], f"{s['weight']:g}", _f(s["mean"]), _f(s["std"]), f"{100 * s['none_share']:.0f}%",
              f"{100 * r.flat_share_by_reward[s['reward']]:.0f}%"] for s in r.rewards]
     lines.append(table(rows, ["reward", "weight", "mean", "std", "None", "flat groups"]))
@@ -143,7 +151,8 @@ def format_report(r: Report) -> str:
     for s in r.samples:
         text = s["completion"].replace("\n", " ")
         got = "".join(f"  {col}={val!r}" for col, val in s["extracted"].items())
-        lines.append(f"- {s['prompt'][:60]!r} -> {text[:160]!r}  total={_f(s['total'])}{got}")
+        limit = 160 if r.tool_calls is None else 400  # a transcript: tool calls, results, the answer
+        lines.append(f"- {s['prompt'][:60]!r} -> {text[:limit]!r}  total={_f(s['total'])}{got}")
     lines.append("")
     lines.append(f"verdict: {r.verdict.upper()}")
     lines.extend(f"  * {a}" for a in r.advice)

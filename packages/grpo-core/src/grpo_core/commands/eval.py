@@ -26,14 +26,16 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run, accepts_extra=True)
 
 
-def _summary(funcs, per_reward, totals, groups) -> dict:
+def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) -> dict:
+    """``names``: the reward columns when they are more than ``funcs`` (an environment's
+    get_reward comes after them)."""
     flat = [c for g in groups for c in g]
     out = {"n": len(flat), "reward_total": _mean(totals),
            "mean_tokens": _mean([c.num_tokens for c in flat]),
            "truncated": _mean([float(c.truncated) for c in flat])}
-    for f, values in zip(funcs, per_reward):
-        out[f.__name__] = _mean(values)
-    names = [f.__name__ for f in funcs]
+    names = names or [f.__name__ for f in funcs]
+    for name, values in zip(names, per_reward):
+        out[name] = _mean(values)
     acc = next((i for i, f in enumerate(funcs) if getattr(f, "correctness", False)), None)  # declared, not guessed
     fmt = next((i for i, n in enumerate(names) if n.startswith("format.")), None)
     out["accuracy"] = _share_full(per_reward[acc]) if acc is not None else None
@@ -117,11 +119,18 @@ def run(args) -> int:
     rows = [ds[i] for i in range(len(ds))]
     prompts = [r["prompt"] for r in rows]
     sampling = eval_sampling(cfg, stage.args, device, args.samples)
+    if cfg.environment is not None:
+        from ..train import check_tool_support
+
+        check_tool_support(cfg, stage.args.trust_remote_code)
     results = {}
     for label, target in (("base", cfg.model.id), ("trained", str(args.checkpoint))):
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device)
+        if cfg.environment is not None:
+            results[label] = _multi_turn(cfg, stage, rows, model, tok, device, args.samples)
+            continue
         groups = generate(model, tok, prompts, n=args.samples, **sampling)
         del model
         scored = score_batch(stage.funcs, stage.weights, [c.text for g in groups for c in g],
@@ -130,6 +139,17 @@ def run(args) -> int:
         results[label] = _summary(stage.funcs, scored.per_reward, scored.totals, groups)
     _report(args, split, rows, sampling["do_sample"], cfg.model.id, results)
     return 0
+
+
+def _multi_turn(cfg, stage, rows, model, tokenizer, device: str, samples: int) -> dict:
+    """Environments and tools: training's rollouts (tool calls, results, turns), greedy
+    for one sample; TRL's scores, environments' rewards included."""
+    from .. import rollouts
+
+    done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, samples, greedy=samples == 1)
+    out = _summary(stage.funcs, done.per_reward, done.totals, rollouts.as_groups(done), names=done.names)
+    out["tool_calls"] = rollouts.mean_tool_calls(done)
+    return out
 
 
 def _report(args, split: str, rows: list, sampled: bool, base_model: str, results: dict) -> None:

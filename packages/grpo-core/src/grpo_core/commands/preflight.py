@@ -42,6 +42,27 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print):
     return prompts, groups
 
 
+def multi_turn_report(cfg, stage, rows, device: str, log=print):
+    """Environments and tools: the rollouts training runs (TRL's, with tool calls and
+    results), scored as training scores them, environments' rewards included."""
+    from .. import rollouts
+    from ..models import load
+    from ..preflight import judge_scored
+    from ..train import check_tool_support
+
+    check_tool_support(cfg, stage.args.trust_remote_code)
+    model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
+                            revision=cfg.model.revision, device=device, log=log)
+    done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, stage.args.num_generations)
+    report = judge_scored(done.names, done.weights, [r["prompt"] for r in rows], rollouts.scored(done),
+                          rollouts.as_groups(done), stage.args.temperature)
+    report.tool_calls = rollouts.mean_tool_calls(done)
+    if report.tool_calls == 0:
+        report.advice.append("the model called no tool in any completion: check that the system prompt tells it "
+                             "about the tools, or start from a model trained for tool use.")
+    return report
+
+
 def run(args) -> int:
     from ..config import apply_env, load_config
     from ..errors import GrpoError
@@ -69,9 +90,12 @@ def run(args) -> int:
     rows = [sample[i] for i in range(len(sample))]
     print(f"preflight: {len(rows)} prompts x {stage.args.num_generations} completions from "
           f"{cfg.model.id} on {device} (stage '{stage.section.name}') ...", flush=True)
-    prompts, groups = sample_groups(cfg, stage, rows, device)
-    report = analyze(stage.funcs, stage.weights, prompts, rows, groups,
-                     stage.args.max_completion_length, stage.args.temperature)
+    if cfg.environment is not None:
+        report = multi_turn_report(cfg, stage, rows, device)
+    else:
+        prompts, groups = sample_groups(cfg, stage, rows, device)
+        report = analyze(stage.funcs, stage.weights, prompts, rows, groups,
+                         stage.args.max_completion_length, stage.args.temperature)
     print(format_report(report))
     if args.json:
         args.json.write_text(json.dumps(report.as_dict(), indent=2, default=str))
