@@ -79,6 +79,16 @@ class BinarySearchPolicy:
         return tool_call("guess", number=(low + high) // 2)
 
 
+class RoutedPolicy:
+    """The python policy on arithmetic rows, bisection on games (by what the context offers)."""
+
+    def __init__(self):
+        self.python, self.game = PythonPolicy(), BinarySearchPolicy()
+
+    def __call__(self, context: str) -> str:
+        return (self.game if "between" in context else self.python)(context)
+
+
 # ---------------------------------------------------------------------- plugins
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from grpo_core.testing import scripted_policy
 
-from .conftest import BinarySearchPolicy, PythonPolicy, metrics, write_config
+from .conftest import BinarySearchPolicy, PythonPolicy, RoutedPolicy, metrics, write_config
 
 COMMON = """
 model: {dtype: float32}
@@ -70,3 +70,26 @@ max_completion_length: 512
         assert r["rewards/guess_number/mean"] == 0.5
         assert r["reward"] == 0.5
     assert any("<tool_response>\nlower\n</tool_response>" in c for c in policy.contexts)
+
+
+def test_a_mapping_picks_each_rows_environment_by_its_environment_column(grpo, tool_tokenizer, tmp_path):
+    config = write_config(tmp_path / "mixed.yaml", COMMON + """
+dataset: {name: toy_mixed, system_prompt: plain}
+environment: {math: python, game: "guess_number(max_guesses=5):2.0"}
+rewards: [math.correctness]
+max_completion_length: 256
+""")
+    policy = RoutedPolicy()
+    out = tmp_path / "out"
+    with scripted_policy(tool_tokenizer, policy):
+        code, stdout, stderr = grpo("train", config, "--output_dir", out)
+    assert code == 0, stdout + stderr
+    for r in metrics(out):
+        # the arithmetic row: one python call; the game (secret 37): 50, 25, 37. Two completions each: 8 / 4
+        assert r["tools/call_frequency"] == 2.0
+        assert r["rewards/guess_number/mean"] == 1.0  # scored on the game rows only (None elsewhere)
+        assert r["rewards/math.correctness/mean"] == 0.5  # "Answer: 42"; "The number is 37." has no answer: 0
+        assert r["reward"] == 1.5  # arithmetic rows 1.0 + nothing; game rows 0.0 + 2.0 x 1.0 (its weight)
+    # each row is offered only its own environment's tools
+    assert all('"name": "guess"' not in c for c in policy.python.contexts)
+    assert all('"name": "python"' not in c for c in policy.game.contexts)

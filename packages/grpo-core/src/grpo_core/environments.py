@@ -194,7 +194,7 @@ def resolve(spec: EnvironmentSpec) -> Environment:
     if spec.weight is not None and not math.isfinite(spec.weight):
         raise ConfigError(f"{owner}: its weight must be finite, got {spec.weight}.")
     try:
-        if inspect.isclass(obj) and hasattr(obj, "reset"):  # a class registered as its own factory
+        if inspect.isclass(obj):  # a class registered as its own factory
             _bind(owner, obj.__init__, spec.params)
             factory = functools.partial(obj, **spec.params) if spec.params else obj
         else:

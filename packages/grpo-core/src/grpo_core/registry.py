@@ -202,7 +202,8 @@ def _bad_keywords(kind: str, given: dict, allowed: tuple[str, ...]) -> str | Non
             close = difflib.get_close_matches(key, ["description", *allowed], n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             known = ", ".join(["description", *allowed])
-            return f"register() of a {kind} got an unknown keyword '{key}'{hint}; it takes: {known}"
+            article = "an" if kind[0] in "aeiou" else "a"
+            return f"register() of {article} {kind} got an unknown keyword '{key}'{hint}; it takes: {known}"
     return None
 
 

@@ -97,31 +97,31 @@ class PythonInterpreter:
         return self._shown(result)
 
     def _shown(self, result) -> str:
-        out = result.stdout.decode("utf-8", "replace")
+        out = result.stdout.decode("utf-8", "replace").rstrip("\n")
+        error = None
         if result.status == "timeout":
-            out += f"\nerror: stopped after {self._limits.timeout:g} s (time limit)"
+            error = f"error: stopped after {self._limits.timeout:g} s (time limit)"
         elif result.status == "output_limit":
-            out += "\nerror: stopped: it printed too much"
+            error = "error: stopped: it printed too much"
         elif result.status == "crashed":
-            out += "\nerror: the program crashed (memory limit or a signal)"
+            error = "error: the program crashed (memory limit or a signal)"
         elif result.exit_code:
-            out += _traceback(result.stderr.decode("utf-8", "replace"))
-        out = out.strip("\n")
+            error = _traceback(result.stderr.decode("utf-8", "replace"))
+        out = "\n".join(part for part in (out, error) if part)
         if len(out) > self._max_output:
             out = out[: self._max_output] + f"\n... ({len(out) - self._max_output} more characters)"
         return out or "(no output: print what you need)"
 
 
 def _traceback(stderr: str) -> str:
-    """The error as the program's author would see it: the sandbox's own frame left out."""
-    lines, keep, skip = stderr.splitlines(), [], False
-    for line in lines:
-        if skip and line.startswith("    "):
-            continue
-        skip = line.startswith('  File "<string>"')
-        if not skip:
-            keep.append(line)
-    return "\n" + "\n".join(keep)
+    """The error as the program's author would see it: the frames before the program's
+    own (the sandbox's harness running it) left out."""
+    lines = stderr.rstrip("\n").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Traceback")), None)
+    first = next((i for i, line in enumerate(lines) if line.startswith('  File "<program>"')), None)
+    if start is None or first is None:
+        return "\n".join(lines)
+    return "\n".join(lines[: start + 1] + lines[first:])
 
 
 # --------------------------------------------------------------------------- guess the number
