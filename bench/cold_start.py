@@ -1,4 +1,4 @@
-"""Cold start of listing commands: `grpo rewards list` (with every installed plugin)
+"""Cold start of listing commands: `grpo rewards list` and `grpo envs list` (with every installed plugin)
 against, in the same run, a bare interpreter start and an `import trl` (what a
 listing command that imported the training stack would pay).
 
@@ -35,6 +35,7 @@ def main() -> None:
         "python -c pass (baseline)": [py, "-c", "pass"],
         "grpo rewards list": [py, "-m", "grpo_core", "rewards", "list"],
         "grpo datasets list": [py, "-m", "grpo_core", "datasets", "list"],
+        "grpo envs list": [py, "-m", "grpo_core", "envs", "list"],
         "grpo --help": [py, "-m", "grpo_core", "--help"],
         "python -c 'import trl'": [py, "-c", "import trl"],
     }
@@ -44,8 +45,11 @@ def main() -> None:
     print(f"{'command':34} {'median s':>9} {'x baseline':>11}")
     for name, t in results.items():
         print(f"{name:34} {t:9.3f} {t / base:11.2f}")
-    verdict = "OK" if results["grpo rewards list"] < 0.3 else "OVER"
-    print(f"grpo rewards list: {results['grpo rewards list']:.3f} s (target < 0.3 s: {verdict})")
+    for name in ("grpo rewards list", "grpo envs list"):
+        verdict = "OK" if results[name] < 0.3 else "OVER"
+        print(f"{name}: {results[name]:.3f} s (target < 0.3 s: {verdict})")
+    ratio = results["grpo envs list"] / results["grpo rewards list"]
+    print(f"grpo envs list / grpo rewards list: {ratio:.2f}")
 
 
 if __name__ == "__main__":

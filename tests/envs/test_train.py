@@ -51,18 +51,39 @@ max_completion_length: 128
     assert any("<tool_response>\n1024\n</tool_response>" in c for c in shown)
 
 
-def test_guess_number_takes_several_turns_and_scores_itself(grpo, tool_tokenizer, tmp_path):
+def test_guess_number_takes_several_turns_and_scores_itself(grpo, tool_tokenizer, tmp_path, monkeypatch):
+    import torch
+
+    from grpo_core.trainer import GrpoTrainer
+
     config = write_config(tmp_path / "guess.yaml", COMMON + """
 dataset: {name: toy_guess}
 environment: guess_number(max_guesses=5)
 max_completion_length: 512
 """)
+    turns, threads = [], set()
+    sample = GrpoTrainer._generate_single_turn
+
+    def counted(self, prompt_ids, *args, **kwargs):
+        turns.append(len(prompt_ids))
+        return sample(self, prompt_ids, *args, **kwargs)
+
+    monkeypatch.setattr(GrpoTrainer, "_generate_single_turn", counted)
     policy = BinarySearchPolicy()
+
+    def play(context):
+        threads.add(torch.get_num_threads())  # inside generate: under GrpoTrainer's sampling context
+        return policy(context)
+
     out = tmp_path / "out"
-    with scripted_policy(tool_tokenizer, policy):
+    with scripted_policy(tool_tokenizer, play):
         code, stdout, stderr = grpo("train", config, "--output_dir", out)
     assert code == 0, stdout + stderr
     assert "grpo check: skipped" in stdout + stderr
+    # every turn samples through GrpoTrainer: the first for all 4 completions, then one per tool round for
+    # those that called a tool (secret 37 answers after its 3rd result, secret 100 after its 6th)
+    assert turns == [4, 4, 4, 4, 2, 2, 2] * 2
+    assert threads == {1}  # model.generation_threads (1 on a CPU) on tool turns too
     for r in metrics(out):
         # secret 37: 50 lower, 25 higher, 37 correct (3 calls, found: 1.0); secret 100: 50, 75, 88, 94, 97
         # higher, then 99 refused (6 calls, not found within 5: 0.0). Two completions each: 18 calls / 4.
@@ -70,6 +91,7 @@ max_completion_length: 512
         assert r["rewards/guess_number/mean"] == 0.5
         assert r["reward"] == 0.5
     assert any("<tool_response>\nlower\n</tool_response>" in c for c in policy.contexts)
+    assert "environment: guess_number(max_guesses=5)" in (out / "config.yaml").read_text()
 
 
 def test_a_mapping_picks_each_rows_environment_by_its_environment_column(grpo, tool_tokenizer, tmp_path):

@@ -17,10 +17,7 @@ chat template), so it is written for the model.
 from __future__ import annotations
 
 import functools
-import logging
-import random
 
-log = logging.getLogger("grpo_rewards_code")
 MAX_CODE_CHARS = 64_000
 
 
@@ -206,6 +203,8 @@ def load_guess_number(split: str = "train", *, size: int = 1000, low: int = 1, h
     The same (split, seed) always deals the same secrets; ``train`` and ``test``
     deal different ones. For the ``guess_number`` environment.
     """
+    import random
+
     from datasets import Dataset
 
     if size < 1 or low > high:
