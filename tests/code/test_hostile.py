@@ -82,6 +82,10 @@ def attacks(host: Host) -> dict:
         "print_100_mb": ("print('x' * 100_000_000)\ndef solve():\n    return 'escaped'\n", "output_limit", None, ()),
         "os_system": (f"import os\ndef solve():\n    return 'escaped' if os.system('touch {host.touched}') == 0 "
                       "else 'no'\n", "failed", lambda: not host.touched.exists(), ()),
+        # bubblewrap loads the filter before it execs Python, so exec itself is allowed there: the
+        # shell replaces the run (its verdicts are lost) and still sees no host file
+        "exec_a_shell": (f"import os\ndef solve():\n    os.execv('/bin/sh', ['sh', '-c', 'echo pwned > "
+                         f"{host.touched}'])\n", ("failed", "crashed"), lambda: not host.touched.exists(), ()),
         "delete_checkout": (f"import os, shutil\ndef solve():\n    os.remove({str(host.checkout_file)!r})\n"
                             f"    shutil.rmtree({str(host.checkout)!r})\n    return 'escaped'\n", "failed",
                             lambda: host.checkout_file.read_text() == "a file of the checkout\n", ("rlimits",)),
@@ -89,7 +93,7 @@ def attacks(host: Host) -> dict:
 
 
 CASES = ["infinite_loop", "fork_bomb", "allocate_10_gb", "write_outside", "read_env", "socket_to_localhost",
-         "kill_parent", "print_100_mb", "os_system", "delete_checkout"]
+         "kill_parent", "print_100_mb", "os_system", "exec_a_shell", "delete_checkout"]
 
 
 @pytest.fixture
@@ -115,9 +119,10 @@ def test_hostile_code_scores_zero_with_its_cause_logged(backend, case, host, met
     scores = rewards.tests([f"Here it is:\n{FENCE}python\n{code}{FENCE}"], tests=[list(ESCAPED)], timeout=1.0,
                    workers=1, sandbox=backend, **metrics.kwargs())
     assert scores == [0.0]
-    assert metrics.extra["code.tests/cause"] == [cause]
-    if cause in METRIC:
-        assert metrics.metrics[f"code.tests/{METRIC[cause]}"] == 1.0
+    (logged,) = metrics.extra["code.tests/cause"]
+    assert logged in (cause if isinstance(cause, tuple) else (cause,))
+    if logged in METRIC:
+        assert metrics.metrics[f"code.tests/{METRIC[logged]}"] == 1.0
     _check_host(host, case, check)
     assert children() <= before
 

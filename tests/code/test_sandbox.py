@@ -193,12 +193,12 @@ def test_a_backend_named_by_parameter_or_environment_is_used_or_refused(fresh_pr
 
 def test_a_broken_sandbox_is_a_sandbox_error_not_a_score(fresh_probes):
     broken = backends.Backend("rlimits")
-    fresh_probes.setattr(backends.Backend, "argv", lambda self, run_id="": ["/nonexistent/bwrap"])
+    fresh_probes.setattr(backends.Backend, "argv", lambda self, *args: ["/nonexistent/bwrap"])
     from grpo_rewards_code.runner import run_jobs
 
     (r,) = run_jobs([Job(ADD, ("assert True",))], broken, Limits(), 1)
     assert r.status == "sandbox_error" and "cannot start the rlimits sandbox" in r.detail
-    fresh_probes.setattr(backends.Backend, "argv", lambda self, run_id="": ["python3", "-c", "import sys; sys.exit(3)"])
+    fresh_probes.setattr(backends.Backend, "argv", lambda self, *args: ["python3", "-c", "import sys; sys.exit(3)"])
     (r,) = run_jobs([Job(ADD, ("assert True",))], broken, Limits(), 1)
     assert r.status == "sandbox_error" and "did not start (exit status 3)" in r.detail
 

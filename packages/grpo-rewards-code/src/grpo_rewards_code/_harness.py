@@ -152,27 +152,31 @@ def _drop_caps():
 
 
 # seccomp: syscall numbers per architecture (x86_64 table / asm-generic table)
-_X86_64 = dict(audit=0xC000003E, clone=56, clone3=435, kill=62, tkill=200, tgkill=234, prlimit64=302, deny=(
+_X86_64 = dict(audit=0xC000003E, clone=56, clone3=435, kill=62, tkill=200, tgkill=234, prlimit64=302, exec=(59, 322), deny=(
     57, 58, 59, 322, 41, 101, 310, 311, 434, 424, 438, 272, 308, 165, 166, 155, 161, 321, 298, 323,
     250, 248, 249, 246, 320, 175, 313, 176, 169, 167, 168, 425, 426, 427, 304, 303, 428, 429, 430,
     431, 432, 433, 442, 163, 164, 227, 170, 171, 172, 173, 103))
-_AARCH64 = dict(audit=0xC00000B7, clone=220, clone3=435, kill=129, tkill=130, tgkill=131, prlimit64=261, deny=(
+_AARCH64 = dict(audit=0xC00000B7, clone=220, clone3=435, kill=129, tkill=130, tgkill=131, prlimit64=261, exec=(221, 281), deny=(
     221, 281, 198, 117, 270, 271, 434, 424, 438, 97, 268, 40, 39, 41, 51, 280, 241, 282, 219, 217,
     218, 104, 294, 105, 273, 106, 142, 224, 225, 425, 426, 427, 265, 264, 428, 429, 430, 431, 432,
     433, 442, 89, 170, 112, 161, 162, 116))
 
 
-def _seccomp_program(table, mypid):
+def _seccomp_program(table, mypid, allow_exec=False):
     """BPF: kill a foreign ABI; EPERM for process creation (threads allowed),
     exec, sockets, ptrace, mounts, namespaces and kernel interfaces; ENOSYS for
     clone3 (glibc falls back to clone); signals only to itself (not to its process
-    group, which holds the sandbox's own wrapper), prlimit only on itself."""
+    group, which holds the sandbox's own wrapper), prlimit only on itself.
+    ``allow_exec``: for a filter bubblewrap loads before it execs Python (exec then
+    only replaces the run's own process, in its namespaces, under the same filter)."""
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, kill, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050001, 0x00050026
     prog = [(ld, 0, 0, 4), (jeq, 1, 0, table["audit"]), (ret, 0, 0, kill), (ld, 0, 0, 0)]
     if table is _X86_64:
         prog += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # the x32 ABI
     for nr in table["deny"]:
+        if allow_exec and nr in table["exec"]:
+            continue
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, eperm)]
     prog += [(jeq, 0, 1, table["clone3"]), (ret, 0, 0, enosys)]
     prog += [(jeq, 0, 4, table["clone"]), (ld, 0, 0, 16), (jset, 0, 1, 0x00010000),  # CLONE_THREAD
@@ -186,30 +190,47 @@ def _seccomp_program(table, mypid):
     return prog + [(ret, 0, 0, allow)]
 
 
-def _seccomp():
+def seccomp_bytes(mypid, allow_exec=False):
+    """The packed filter for this machine (``struct sock_filter`` array), or None
+    where the architecture's syscall table is not known here."""
     import struct
 
     table = {"x86_64": _X86_64, "amd64": _X86_64, "aarch64": _AARCH64, "arm64": _AARCH64}.get(
         os.uname().machine.lower())
     if table is None:
+        return None
+    return b"".join(struct.pack("=HBBI", *ins) for ins in _seccomp_program(table, mypid, allow_exec))
+
+
+def _seccomp():
+    raw = seccomp_bytes(os.getpid())
+    if raw is None:
         return False
     ctypes, libc = _libc()
-    prog = _seccomp_program(table, os.getpid())
-    raw = b"".join(struct.pack("=HBBI", *ins) for ins in prog)
     buf = ctypes.create_string_buffer(raw, _len(raw))
 
     class Fprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
-    fprog = Fprog(_len(prog), ctypes.addressof(buf))
+    fprog = Fprog(_len(raw) // 8, ctypes.addressof(buf))
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         return False
     return libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
 
 
+def _status(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
 def _confine(p):
-    """Apply every layer; locally a layer that fails stops the run (the trainer
-    reports a sandbox error), on a remote service each is best effort."""
+    """Apply every layer (those bubblewrap applied, ``outside``, are checked in
+    /proc/self/status instead, which needs no ctypes); locally a layer that fails
+    stops the run (the trainer reports a sandbox error), on a remote service each
+    is best effort."""
     linux = sys.platform.startswith("linux")
     best_effort = p.get("best_effort", False)
     steps = []
@@ -218,10 +239,11 @@ def _confine(p):
     if p.get("chroot"):
         steps.append(("chroot", lambda: _private_root(p["chroot"])))
     steps.append(("rlimits", lambda: _rlimits(p["limits"])))
+    outside = p.get("outside", ())
     if linux:
-        steps.append(("caps", _drop_caps))
+        steps.append(("caps", (lambda: _status("CapEff") == "0000000000000000") if "caps" in outside else _drop_caps))
     if p.get("seccomp") and linux:
-        steps.append(("seccomp", _seccomp))
+        steps.append(("seccomp", (lambda: _status("Seccomp") == "2") if "seccomp" in outside else _seccomp))
     layers = []
     for name, step in steps:
         try:
@@ -230,6 +252,8 @@ def _confine(p):
             if not best_effort:
                 raise
             ok = False
+        if not ok and name in outside and not best_effort:
+            raise OSError(f"bubblewrap did not apply the {name} layer")
         layers.append(f"{name}={int(ok)}")
     return layers
 

@@ -99,12 +99,14 @@ class Backend:
         mount point of the private root (unshare)."""
         return self.name in ("unshare", "rlimits")
 
-    def argv(self, run_id: str = "") -> list[str]:
+    def argv(self, run_id: str = "", seccomp_fd: int | None = None) -> list[str]:
         """The command line; ``run_id`` ends it (as ``sys.argv[1]``), so the run's
-        processes can be found in /proc after a kill."""
+        processes can be found in /proc after a kill. ``seccomp_fd`` (bwrap): a pipe
+        holding :func:`bwrap_filter`, which bubblewrap loads before it execs Python."""
         python = [interpreter(), *PYTHON_FLAGS, "-c", BOOTSTRAP, run_id]
         if self.name == "bwrap":
-            return _bwrap_argv() + ["--", *python]
+            loaded = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+            return _bwrap_argv() + loaded + ["--", *python]
         if self.name == "unshare":
             # setpriv makes unshare die with the trainer (kill -9 included), and --kill-child
             # takes the harness with it
@@ -112,7 +114,9 @@ class Backend:
                     "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts", "--", *python]
         return python
 
-    def payload(self, host_dir: str | None) -> dict:
+    def payload(self, host_dir: str | None, filter_loaded: bool = False) -> dict:
+        if self.name == "bwrap":  # bubblewrap drops the capabilities (and loads the filter): the harness checks
+            return {"outside": ["caps", "seccomp"] if filter_loaded else ["caps"]}
         if self.name == "unshare":
             return {"chroot": {"root": host_dir, "binds": [list(b) for b in visible_paths()],
                                "tmpfs_mb": TMPFS_MB}}
@@ -147,6 +151,16 @@ def _bwrap_argv() -> list[str]:
 
 
 @lru_cache(maxsize=1)
+def bwrap_filter() -> bytes | None:
+    """The harness's seccomp filter for bubblewrap to load (``--seccomp``): the code runs
+    as pid 2 of its namespace, and exec stays allowed (bubblewrap execs Python after
+    loading it). Loaded there, the harness needs no ctypes: about 5 ms less per run."""
+    from ._harness import seccomp_bytes
+
+    return seccomp_bytes(2, allow_exec=True)
+
+
+@lru_cache(maxsize=1)
 def bwrap_has_size() -> bool:
     """``--size`` (a tmpfs size limit) arrived in bubblewrap 0.5."""
     import subprocess
@@ -171,5 +185,5 @@ def missing_tool(name: str) -> str | None:
     return None
 
 
-__all__ = ["NAMES", "Backend", "BOOTSTRAP", "harness_source", "harness_code", "interpreter", "visible_paths",
-           "missing_tool"]
+__all__ = ["NAMES", "Backend", "BOOTSTRAP", "harness_source", "harness_code", "bwrap_filter", "interpreter",
+           "visible_paths", "missing_tool"]

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 
-from .backends import Backend, harness_code
+from .backends import Backend, bwrap_filter, harness_code
 from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
 
 CHANNEL_CAP = 256 << 10  # verdict bytes: a test line is ~45 bytes
@@ -156,6 +156,16 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, onerror=retry)
 
 
+def _pipe_holding(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` (a few KB: within the pipe's buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return _high_fd(read)
+
+
 def _high_fd(fd: int) -> int:
     """Keep the channel off 0-2 (they become the child's stdio)."""
     if fd > 2:
@@ -195,21 +205,26 @@ class _Run:
     def _spawn(self, backend: Backend) -> None:
         read, write = os.pipe()
         write = _high_fd(write)
+        fds = [write]
+        bpf = bwrap_filter() if backend.name == "bwrap" and self.limits.seccomp else None
+        if bpf is not None:
+            fds.append(_pipe_holding(bpf))
         payload = {"token": self.token, "mode": self.job.mode, "code": self.job.code,
                    "tests": prepared_tests(self.job), "setup": self.job.setup, "stdin": self.job.stdin,
-                   "limits": self.limits.for_harness(),
-                   "seccomp": self.limits.seccomp, "channel": write, **backend.payload(self.host_dir)}
+                   "limits": self.limits.for_harness(), "seccomp": self.limits.seccomp, "channel": write,
+                   **backend.payload(self.host_dir, filter_loaded=bpf is not None)}
         try:
             self.proc = subprocess.Popen(
-                backend.argv(self.run_id), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(write,), cwd=self.host_dir or "/", env=backend.environment(self.host_dir),
-                start_new_session=True,
+                backend.argv(self.run_id, fds[1] if bpf is not None else None), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=tuple(fds), cwd=self.host_dir or "/",
+                env=backend.environment(self.host_dir), start_new_session=True,
             )
         except BaseException:
             os.close(read)
             raise
         finally:
-            os.close(write)
+            for fd in fds:
+                os.close(fd)
         _track(self.proc)
         self.pending = memoryview(marshal.dumps((harness_code(), payload)))
         os.set_blocking(self.proc.stdin.fileno(), False)
