@@ -278,11 +278,10 @@ def _make_checks(dict_keys=dict.keys, dict_values=dict.values):
     but plain built-in types (compared with a plain one, or used as a truth value)
     fails the test, negated or not, so an object whose ``__eq__`` always says True
     earns nothing."""
-    import operator
-
     seqs, maps = _plain_types()
-    ops = {"Eq": operator.eq, "NotEq": operator.ne, "Lt": operator.lt, "LtE": operator.le,
-           "Gt": operator.gt, "GtE": operator.ge, "Is": operator.is_, "IsNot": operator.is_not,
+    ops = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b, "Lt": lambda a, b: a < b,
+           "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+           "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b,
            "In": lambda a, b: a in b, "NotIn": lambda a, b: a not in b}
 
     def plain(value, _type=_type, scalars=_SCALARS):
@@ -330,9 +329,7 @@ def _compile_test(source, index):
 
 
 def _fresh_main():
-    import types
-
-    module = types.ModuleType("__main__")
+    module = _type(sys)("__main__")  # a new module object, without importing types
     module.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = module
     return module.__dict__
