@@ -80,6 +80,26 @@ def test_every_value_of_the_environment_column_must_be_mapped(grpo, tmp_path):
     assert "its 'environment' column names 'game', which environment does not map; it maps 'math'" in err
 
 
+def numbered(split: str = "train"):
+    from datasets import Dataset
+
+    return Dataset.from_dict({"question": ["a", "b"], "environment": [1, 2], "answer": ["1", "2"]})
+
+
+def test_the_environment_column_must_hold_names(grpo, tmp_path, register_plugin):
+    import types
+
+    import grpo_core
+
+    mod = types.ModuleType("numbered_plugin")
+    mod.register_datasets = grpo_core.hookimpl(lambda register: register("numbered", numbered))
+    register_plugin(mod, name="numbered_plugin")
+    code, out, err = dry_run(grpo, tmp_path, "dataset: {name: numbered}\nenvironment: {1: python, 2: python}\n"
+                                             "rewards: [math.correctness]\n")
+    assert code == 2
+    assert "its 'environment' column must hold environment names (text), got 1, 2." in err
+
+
 def test_the_columns_reset_reads_must_be_in_the_dataset(grpo, tmp_path):
     code, out, err = dry_run(grpo, tmp_path, "dataset: {name: toy_arithmetic}\nenvironment: guess_number\n")
     assert code == 2

@@ -7,9 +7,10 @@ optional ``get_reward()``. A class registered directly is its own factory (its
 ``__init__`` keywords are the parameters).
 
 A config names one environment for every row (``environment: python``,
-``environment: "guess_number(max_guesses=5):2.0"``), or one per row, chosen by
-the dataset's ``environment`` column as TRL's dict form does
-(``environment: {math: python, game: guess_number}``). ``tools:`` adds plain tool
+``environment: "guess_number(max_guesses=5):2.0"``, or a mapping with ``name``,
+``params`` and ``weight``), or one per row, chosen by the dataset's
+``environment`` column as TRL's dict form does (``environment: {math: python,
+game: guess_number}``; a route cannot be called ``name`` or ``params``). ``tools:`` adds plain tool
 functions: a registered environment's tools (one shared instance, never reset),
 ``file.py:func`` or ``module.func``.
 
@@ -347,7 +348,11 @@ def check_columns(columns: list[str], section: EnvironmentSection | None, datase
                 f"environment maps names to environments ({', '.join(map(str, section.routes))}), which picks each "
                 f"row's environment by the dataset's '{COLUMN}' column, and {dataset} has none (columns: "
                 f"{', '.join(columns)}). Add the column, or name one environment for every row.")
-        unknown = sorted({str(v) for v in (values() if values else [])} - set(section.routes))
+        seen = set(values() if values else [])
+        if any(not isinstance(v, str) for v in seen):
+            raise ConfigError(f"{dataset}: its '{COLUMN}' column must hold environment names (text), got "
+                              f"{', '.join(sorted(repr(v) for v in seen if not isinstance(v, str))[:5])}.")
+        unknown = sorted(seen - set(section.routes))
         if unknown:
             raise ConfigError(f"{dataset}: its '{COLUMN}' column names {', '.join(map(repr, unknown))}, which "
                               f"environment does not map; it maps {', '.join(map(repr, section.routes))}.")
