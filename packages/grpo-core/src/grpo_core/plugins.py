@@ -25,7 +25,7 @@ from .errors import PluginWarning
 ENTRY_POINT_GROUP = "grpo"
 ENV_VAR = "GRPO_PLUGINS"
 DEFAULT_PLUGINS = ("grpo_core.builtins",)
-OWN_DISTRIBUTIONS = ("grpo-rewards-math", "grpo-rewards-format", "grpo-datasets")  # loaded first
+OWN_DISTRIBUTIONS = ("grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code")  # loaded first
 
 pm = pluggy.PluginManager("grpo")
 pm.add_hookspecs(hookspecs)
