@@ -1,16 +1,17 @@
 """grpo-code-sandbox-harness: the program that runs inside every sandbox.
 
-Never imported by the trainer: for local sandboxes the trainer compiles it once and
-sends the code object with each job to a two-line bootstrap (``python -S -c``), so
-no run pays for compiling it; remote services get its source with the job
-embedded. It needs only the standard library and runs on Python 3.8+. The tests it
+For local sandboxes the trainer compiles it once and sends the code object with
+each job to a two-line bootstrap (``python -S -c``), so no run pays for compiling
+it; remote services get its source with the job embedded. The trainer imports it
+only to build the seccomp filter that bubblewrap loads (``seccomp_bytes``). It needs only the standard library and runs on Python 3.8+. The tests it
 gets have their asserts rewritten already (``grpo_rewards_code.asserts``).
 
 Before any untrusted code runs it confines its own process (for the ``unshare``
 backend a private root first: a tmpfs with the system directories bound
 read-only), sets the resource limits, drops every capability and installs a
 seccomp filter (no new processes or programs, no sockets, no signals to other
-processes, no mounts, no ptrace). It then reports ``ready`` on the verdict
+processes, no mounts, no ptrace); under bubblewrap, which drops the capabilities
+and loads the filter itself, it checks both in /proc/self/status. It then reports ``ready`` on the verdict
 channel and runs the job. Verdict lines carry a random token the code is never
 shown, so printing fake verdicts does not work; the code runs in a fresh
 ``__main__`` module, so ``import __main__`` does not reach this harness.
