@@ -26,7 +26,8 @@ from .conftest import children, sandbox_pids
 FENCE = "```"
 SECRET = "s3cret-value-of-the-trainer"
 ESCAPED = ("assert solve() == 'escaped'",)
-NO_FILE_ISOLATION = "the rlimits backend does not isolate the file system (its one-time warning says so)"
+NO_FILE_ISOLATION = ("the rlimits backend does not isolate the file system or /proc (its one-time warning "
+                     "says so)")
 
 
 class Host:
@@ -73,6 +74,11 @@ def attacks(host: Host) -> dict:
                           "    return 'escaped'\n", "failed", lambda: not host.outside.exists(), ("rlimits",)),
         "read_env": (f"import os\ndef solve():\n    return 'escaped' if os.environ.get('GRPO_TEST_SECRET') == "
                      f"{SECRET!r} else 'no'\n", "failed", None, ()),
+        # the trainer's environment through /proc: a pid namespace hides it; without one, only a
+        # root trainer is safe (the sandbox dropped the capabilities the trainer still has)
+        "read_trainer_environ": (f"def solve():\n    with open('/proc/{pid}/environ', 'rb') as f:\n"
+                                 f"        return 'escaped' if {SECRET.encode()!r} in f.read() else 'no'\n", "failed",
+                                 None, () if os.geteuid() == 0 else ("rlimits",)),
         "socket_to_localhost": (f"import socket\ndef solve():\n    s = socket.create_connection(('127.0.0.1', "
                                 f"{host.port}), timeout=1)\n    s.sendall(b'pwned')\n    return 'escaped'\n",
                                 "failed", lambda: host.hits == [], ()),
@@ -92,7 +98,8 @@ def attacks(host: Host) -> dict:
     }
 
 
-CASES = ["infinite_loop", "fork_bomb", "allocate_10_gb", "write_outside", "read_env", "socket_to_localhost",
+CASES = ["infinite_loop", "fork_bomb", "allocate_10_gb", "write_outside", "read_env", "read_trainer_environ",
+         "socket_to_localhost",
          "kill_parent", "print_100_mb", "os_system", "exec_a_shell", "delete_checkout"]
 
 

@@ -166,7 +166,8 @@ def _note_once(name: str, reasons: dict) -> None:
             "your processes")
     warnings.warn(
         f"grpo-rewards-code runs model code with resource limits only ({why}). Without namespaces "
-        f"the code can read and write your files under your user; {kept}. Install bubblewrap "
+        f"the code can read and write your files under your user, the trainer's /proc entries (its "
+        f"environment, tokens included) too; {kept}. Install bubblewrap "
         f"(apt-get install bubblewrap) or allow unprivileged user namespaces "
         f"(sysctl kernel.unprivileged_userns_clone=1; in Docker, a seccomp profile that permits them).",
         SandboxWarning, stacklevel=3)
