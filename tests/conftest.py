@@ -4,7 +4,10 @@ the plugin modules they need with the ``register_plugin`` fixture."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+from pathlib import Path
 
 os.environ["GRPO_PLUGINS"] = ""
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,19 +54,65 @@ def tiny_model(tmp_path_factory):
 OUR_PLUGINS = "grpo-datasets,grpo-rewards-math,grpo-rewards-format"
 
 
-@pytest.fixture
-def installed_plugins(monkeypatch):
-    """Our three plugin distributions loaded by entry point, as a user has them (skips if one is missing)."""
+def use_installed(monkeypatch, dists: str):
+    """Load these plugin distributions by entry point, as a user has them (the test is
+    skipped if one is not installed); a generator fixture's body: reset afterwards."""
     from importlib.metadata import PackageNotFoundError, distribution
 
     from grpo_core import plugins
 
-    for dist in OUR_PLUGINS.split(","):
+    for dist in dists.split(","):
         try:
             distribution(dist)
         except PackageNotFoundError:
             pytest.skip(f"{dist} is not installed")
-    monkeypatch.setenv("GRPO_PLUGINS", OUR_PLUGINS)
+    monkeypatch.setenv("GRPO_PLUGINS", dists)
     plugins.reset()
     yield
     plugins.reset()
+
+
+@pytest.fixture
+def installed_plugins(monkeypatch):
+    """Our three plugin distributions loaded by entry point (skips if one is missing)."""
+    yield from use_installed(monkeypatch, OUR_PLUGINS)
+
+
+class Writers:
+    """Fixture files in a dataset's real column layout (``write.jsonl(path, rows)``),
+    for the dataset adapters' tests."""
+
+    @staticmethod
+    def jsonl(path: Path, rows: list[dict]) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    @staticmethod
+    def json(path: Path, rows: list[dict]) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        return path
+
+    @staticmethod
+    def parquet(path: Path, rows: list[dict]) -> Path:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), path)
+        return path
+
+    @staticmethod
+    def csv(path: Path, rows: list[dict]) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+
+@pytest.fixture
+def write() -> type[Writers]:
+    return Writers

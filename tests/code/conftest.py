@@ -5,10 +5,8 @@ in process on the tiny model."""
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -62,41 +60,6 @@ def children() -> set[int]:
         frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - mine
         mine |= frontier
     return mine
-
-
-class Writers:
-    """Fixture files in a dataset's own layout."""
-
-    @staticmethod
-    def jsonl(path: Path, rows: list[dict]) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        return path
-
-    @staticmethod
-    def parquet(path: Path, rows: list[dict]) -> Path:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows), path)
-        return path
-
-    @staticmethod
-    def csv(path: Path, rows: list[dict]) -> Path:
-        import csv
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        return path
-
-
-@pytest.fixture
-def write() -> type[Writers]:
-    return Writers
 
 
 @pytest.fixture

@@ -3,10 +3,6 @@ datasets cache, and writers for fixture files in each dataset's real column layo
 
 from __future__ import annotations
 
-import csv
-import json
-from pathlib import Path
-
 import pytest
 
 
@@ -26,45 +22,6 @@ def load(register_plugin):
 
     register_plugin(grpo_datasets)
     return grpo_core.load_dataset
-
-
-class Writers:
-    """Fixture files in a dataset's real column layout (``write.jsonl(path, rows)``)."""
-
-    @staticmethod
-    def jsonl(path: Path, rows: list[dict]) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        return path
-
-    @staticmethod
-    def json(path: Path, rows: list[dict]) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rows), encoding="utf-8")
-        return path
-
-    @staticmethod
-    def parquet(path: Path, rows: list[dict]) -> Path:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows), path)
-        return path
-
-    @staticmethod
-    def csv(path: Path, rows: list[dict]) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        return path
-
-
-@pytest.fixture
-def write() -> type[Writers]:
-    return Writers
 
 
 @pytest.fixture

@@ -6,25 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import use_installed
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PLUGINS = "grpo-datasets,grpo-rewards-math,grpo-rewards-format,grpo-rewards-code"
 
 
 @pytest.fixture
 def installed(monkeypatch):
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    from grpo_core import plugins
-
-    for dist in PLUGINS.split(","):
-        try:
-            distribution(dist)
-        except PackageNotFoundError:
-            pytest.skip(f"{dist} is not installed")
-    monkeypatch.setenv("GRPO_PLUGINS", PLUGINS)
-    plugins.reset()
-    yield
-    plugins.reset()
+    yield from use_installed(monkeypatch, PLUGINS)
 
 
 def test_the_python_tool_example(installed):

@@ -47,32 +47,16 @@ class SandboxUnavailable(RuntimeError, ValueError):
 def default_workers() -> int:
     """``GRPO_CODE_WORKERS``, else usable CPUs divided by ``LOCAL_WORLD_SIZE`` (processes
     per host under torchrun/accelerate), at most 16."""
-    env = os.environ.get(ENV_WORKERS, "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ValueError(f"{ENV_WORKERS}={env!r} must be a positive integer (sandboxes at a time).")
-        return n
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        per_host = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        per_host = 1
-    return max(1, min(MAX_DEFAULT_WORKERS, cpus // per_host))
+    from grpo_core.workers import default_workers as rule
+
+    return rule(ENV_WORKERS, "sandboxes at a time", MAX_DEFAULT_WORKERS)
 
 
 def resolve_workers(workers: int | None) -> int:
-    if workers is None:
-        return default_workers()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r}: give a positive number of sandboxes at a time, or None.")
-    return workers
+    from grpo_core.workers import check_workers
+
+    n = check_workers(workers, "sandboxes at a time")
+    return default_workers() if n is None else n
 
 
 def check_choice(sandbox: str | None, endpoint: str | None = None) -> str:

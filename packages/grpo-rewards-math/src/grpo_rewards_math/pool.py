@@ -49,36 +49,16 @@ class Outcome(NamedTuple):
 
 def default_workers() -> int:
     """Pool size when the reward is not given one (see module docstring)."""
-    env = os.environ.get(ENV_WORKERS, "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ValueError(
-                f"{ENV_WORKERS}={env!r} must be a positive integer (worker processes per training process)."
-            )
-        return n
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        per_host = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        per_host = 1
-    return max(1, min(MAX_DEFAULT_WORKERS, cpus // per_host))
+    from grpo_core.workers import default_workers as rule
+
+    return rule(ENV_WORKERS, "worker processes per training process", MAX_DEFAULT_WORKERS)
 
 
 def resolve_workers(workers: int | None) -> int:
-    if workers is None:
-        return default_workers()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(
-            f"workers={workers!r}: give a positive number of checker processes, or None for the default."
-        )
-    return workers
+    from grpo_core.workers import check_workers
+
+    n = check_workers(workers, "checker processes")
+    return default_workers() if n is None else n
 
 
 CHECKER_NAME = "grpo-math-checker"
