@@ -16,7 +16,6 @@ from .data import (
     list_system_prompts,
     load_dataset,
 )
-from .environments import get_environment, list_environments
 from .errors import (
     DuplicateNameError,
     GrpoError,
@@ -59,3 +58,13 @@ __all__ = [
     "RewardParamError",
     "MissingColumnError",
 ]
+
+
+def __getattr__(name: str):
+    """``list_environments`` and ``get_environment``, imported when first used (the
+    environments module costs a listing command's start-up otherwise)."""
+    if name in ("list_environments", "get_environment"):
+        from . import environments
+
+        return getattr(environments, name)
+    raise AttributeError(f"module 'grpo_core' has no attribute {name!r}")
