@@ -156,7 +156,6 @@ def test_gating_under_normalize_then_sum_gives_trls_advantages(grpo, tmp_path, m
     assert len(seen["rewards"]) == 2
     for rewards, advantages in zip(seen["rewards"], seen["advantages"]):
         digits, gated = rewards[:, 0].tolist(), rewards[:, 1].tolist()
-        assert any(d > 0.2 for d in digits) or all(g == 0 for g in gated)
         for d, g in zip(digits, gated):
             if not d > 0.2:
                 assert g == 0.0  # the gate did not hold: the gated reward counts 0

@@ -332,6 +332,13 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
     return reports
 
 
+def _cli_seed(cli_args: list[str]) -> int:
+    """``--seed`` among GRPOConfig's command-line values (read by the one flag parser), else TRL's 42."""
+    from .config import flag_value, flag_values
+
+    return next((flag_value(v) for k, v in reversed(flag_values(cli_args)) if k == "seed"), 42)
+
+
 def _stages(cfg, columns: list[str]) -> list[tuple]:
     """(name, funcs, weights, seed) per stage, checked against the dataset's columns."""
     from .data import check_columns
@@ -340,20 +347,9 @@ def _stages(cfg, columns: list[str]) -> list[tuple]:
     for stage in cfg.stages:
         funcs, weights = stage.funcs, stage.weights
         check_columns(columns, funcs, f"dataset '{cfg.dataset.name}'")
-        seed = stage.training.get("seed", cfg.training.get("seed", _cli_value(cfg.cli_args, "seed", 42)))
+        seed = stage.training.get("seed", cfg.training.get("seed", _cli_seed(cfg.cli_args)))
         out.append((stage.name, funcs, weights, int(seed)))
     return out
-
-
-def _cli_value(argv: list[str], name: str, default):
-    """The last ``--name V`` / ``--name=V`` in GRPOConfig's command-line arguments."""
-    value = default
-    for i, arg in enumerate(argv):
-        if arg == f"--{name}" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(f"--{name}="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 def summary_line(report: CheckReport) -> str:

@@ -318,11 +318,9 @@ def compose_specs(parsed: list[RewardSpec]) -> list[Reward]:
              for p, (name, func, description), log in zip(parsed, resolved, logged)]
     for f, p in zip(funcs, parsed):
         f.correctness = declared_correctness(p.name, f.func)
-    if any(isinstance(f, AsyncReward) for f, p in zip(funcs, parsed) if p.when is not None):
-        raise SpecError("an async reward cannot be gated yet; gate a plain (def) reward.")
     link(funcs, [p.when for p in parsed], [p.name for p in parsed])
-    if any(f.memo is not None and isinstance(f, AsyncReward) for f in funcs):
-        raise SpecError("an async reward cannot be a gate yet; gate on a plain (def) reward.")
+    if any(isinstance(f, AsyncReward) and (f.memo or f.condition) for f in funcs):
+        raise SpecError("an async reward cannot gate or be gated yet; use plain (def) rewards there.")
     return funcs
 
 
