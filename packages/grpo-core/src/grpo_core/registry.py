@@ -135,15 +135,32 @@ def _describe(obj: Any, description: str | None) -> str:
     return ""
 
 
-def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: tuple[str, ...] = ()) -> Registry:
+_CACHE: dict[str, tuple[tuple, Registry]] = {}
+
+
+def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: dict | None = None) -> Registry:
     """Call every implementation of ``hook_name`` with a plugin-bound ``register``.
 
     One plugin's mistakes never cost the others: a malformed name or a bad object
     is reported (naming the plugin and its distribution) and skipped; a name two
     plugins register is left out, reported as a warning, and an error naming both
-    only when it is used.
+    only when it is used. ``extras``: the keywords ``register`` takes besides
+    ``description``, each with a check of its value (or None).
+
+    Built once per process and set of plugins: registering or unregistering a
+    plugin (tests do) builds it anew.
     """
     plugins.load_plugins()
+    key = tuple((name, id(plugin)) for name, plugin in plugins.pm.list_name_plugin())
+    cached = _CACHE.get(hook_name)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    registry = _collect(hook_name, kind, dotted, validate, extras or {})
+    _CACHE[hook_name] = (key, registry)
+    return registry
+
+
+def _collect(hook_name: str, kind: str, dotted: bool, validate, extras: dict) -> Registry:
     entries: dict[str, Entry] = {}
     conflicts: dict[str, list[Entry]] = {}
     hook = getattr(plugins.pm.hook, hook_name)
@@ -195,16 +212,36 @@ def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) ->
     return None
 
 
-def _bad_keywords(kind: str, given: dict, allowed: tuple[str, ...]) -> str | None:
-    """A misspelt keyword (``descripton=``) is a mistake to report, not an extra to keep."""
-    for key in given:
+def _bad_keywords(kind: str, given: dict, allowed: dict) -> str | None:
+    """A misspelt keyword (``descripton=``) is a mistake to report, not an extra to keep;
+    a known one with a bad value (``range=(1, 0)``) too."""
+    for key, value in given.items():
         if key not in allowed:
             close = difflib.get_close_matches(key, ["description", *allowed], n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             known = ", ".join(["description", *allowed])
             article = "an" if kind[0] in "aeiou" else "a"
             return f"register() of {article} {kind} got an unknown keyword '{key}'{hint}; it takes: {known}"
+        check = allowed[key]
+        problem = check(value) if check is not None else None
+        if problem:
+            return f"register() keyword {key}={value!r:.60}: {problem}"
     return None
+
+
+def check_range(value: Any) -> str | None:
+    """``range=(low, high)``, or a callable of the bound parameters returning one."""
+    if callable(value):
+        return None
+    if (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            and value[0] <= value[1]):
+        return None
+    return "give (low, high) with low <= high, or a function of the reward's parameters returning one"
+
+
+def _check_bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "give True or False"
 
 
 def _report(info, message: str) -> None:
@@ -232,7 +269,8 @@ def _check_prompt(name: str, text: Any) -> None:
 
 
 def rewards() -> Registry:
-    return collect("register_rewards", "reward", dotted=True, validate=_check_reward, extras=("correctness",))
+    return collect("register_rewards", "reward", dotted=True, validate=_check_reward,
+                   extras={"correctness": _check_bool, "range": check_range})
 
 
 def datasets() -> Registry:
@@ -241,7 +279,7 @@ def datasets() -> Registry:
 
 def system_prompts() -> Registry:
     return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt,
-                   extras=("answer_template",))
+                   extras={"answer_template": None})
 
 
 def _check_probe(name: str, build: Any) -> None:
@@ -250,7 +288,7 @@ def _check_probe(name: str, build: Any) -> None:
 
 
 def probes() -> Registry:
-    return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras=("right",))
+    return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras={"right": _check_bool})
 
 
 def _check_environment(name: str, factory: Any) -> None:

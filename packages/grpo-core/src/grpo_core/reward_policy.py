@@ -175,14 +175,8 @@ def _is_scalar_array(s) -> bool:
 def guard_rewards(funcs: list, *, window: int = 5, max_share: float = 0.2,
                   log: Callable[[str], None] = print) -> list:
     """Each reward wrapped with the failure policy, named after it as before."""
-    from . import registry
-
-    out = []
-    for f in funcs:
-        entry = registry.rewards().entries.get(getattr(f, "name", ""))
-        cls = AsyncGuardedReward if isinstance(f, AsyncReward) else GuardedReward
-        out.append(cls(f, source=entry.source if entry else "", window=window, max_share=max_share, log=log))
-    return out
+    return [(AsyncGuardedReward if isinstance(f, AsyncReward) else GuardedReward)(
+        f, source=getattr(f, "source", ""), window=window, max_share=max_share, log=log) for f in funcs]
 
 
 __all__ = ["GuardedReward", "AsyncGuardedReward", "RewardFailure", "guard_rewards"]

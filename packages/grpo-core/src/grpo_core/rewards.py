@@ -39,11 +39,12 @@ class Reward:
         return super().__new__(cls)
 
     def __init__(self, name: str, func: Callable, params: dict | None = None, description: str = "",
-                 logged_name: str | None = None):
+                 logged_name: str | None = None, *, correctness: bool = False, value_range=None, source: str = ""):
         self.__name__ = logged_name or name
         self.__qualname__ = self.__name__
         self.name = name
-        self.correctness = False  # full marks mean "the answer is right" (declared when registered)
+        self.correctness = bool(correctness)  # full marks mean "the answer is right" (declared when registered)
+        self.source = source  # "plugin 'x' (distribution y)", or "" for a function of one's own
         self.condition = None  # gating: counts only where condition holds on self.gate's score
         self.gate = None
         self.memo = None  # set when another reward is gated on this one
@@ -54,6 +55,8 @@ class Reward:
         self._var_kw = var_kw
         self._accepted = frozenset(inspect.signature(_target(func)).parameters) if not var_kw else None
         self.params = bind_params(f"reward '{name}'", func, dict(params or {}), columns=required)
+        self._declared_range = value_range
+        self.range: tuple[float, float] | None = _bound_range(name, value_range, self.params)
         self.__doc__ = getattr(func, "__doc__", None)
 
     def _bind(self, kwargs: dict) -> dict:
@@ -81,7 +84,26 @@ class Reward:
         return f"Reward({self.name}({args}))" if args else f"Reward({self.name})"
 
     def __reduce__(self):
-        return (Reward, (self.name, self.func, self.params, self.description, self.__name__))
+        return (_rebuild, (self.name, self.func, self.params, self.description, self.__name__, self.correctness,
+                           self._declared_range, self.source))
+
+
+def _rebuild(name, func, params, description, logged, correctness, value_range, source) -> Reward:
+    return Reward(name, func, params, description, logged, correctness=correctness, value_range=value_range,
+                  source=source)
+
+
+def _bound_range(name: str, declared, params: dict) -> tuple[float, float] | None:
+    """The declared range for these parameters: ``(low, high)``, or what a declared
+    function of the parameters returns."""
+    if declared is None:
+        return None
+    value = declared(**params) if callable(declared) else declared
+    from .registry import check_range
+
+    if callable(value) or check_range(value):
+        raise RewardParamError(f"reward '{name}': its declared range for {params} is {value!r}, not (low, high).")
+    return float(value[0]), float(value[1])
 
 
 class AsyncReward(Reward):
@@ -291,8 +313,7 @@ def list_rewards() -> list[registry.Entry]:
 
 def get_reward(name: str, **params: Any) -> Reward:
     """The reward registered as ``name``, bound to ``params``."""
-    entry = registry.rewards().get(name)
-    return validate(Reward(entry.name, entry.obj, params, entry.description))
+    return validate(resolve(name).bind(params))
 
 
 def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[list[Reward], list[float]]:
@@ -313,30 +334,46 @@ def compose_specs(parsed: list[RewardSpec]) -> list[Reward]:
         if not math.isfinite(p.weight):
             raise SpecError(f"weight of reward '{p.name}' must be finite, got {p.weight}.")
     resolved = [resolve(p.name) for p in parsed]
-    logged = logged_names(parsed, [r[0] for r in resolved])
-    funcs = [validate(Reward(name, func, p.params, description, logged_name=log))
-             for p, (name, func, description), log in zip(parsed, resolved, logged)]
-    for f, p in zip(funcs, parsed):
-        f.correctness = declared_correctness(p.name, f.func)
+    logged = logged_names(parsed, [r.name for r in resolved])
+    funcs = [validate(r.bind(p.params, logged_name=log)) for p, r, log in zip(parsed, resolved, logged)]
     link(funcs, [p.when for p in parsed], [p.name for p in parsed])
     if any(isinstance(f, AsyncReward) and (f.memo or f.condition) for f in funcs):
         raise SpecError("an async reward cannot gate or be gated yet; use plain (def) rewards there.")
     return funcs
 
 
-def resolve(ref: str) -> tuple[str, Callable, str]:
-    """``(name, function, description)`` of a registered name or a function of the
-    user's own (a file or module path; see :mod:`grpo_core.local_rewards`)."""
+@dataclass(frozen=True)
+class Resolved:
+    """What a reference names: the function and what its registration declared."""
+
+    name: str
+    func: Callable
+    description: str = ""
+    correctness: bool = False
+    range: Any = None  # (low, high), or a function of the parameters returning one
+    source: str = ""  # the plugin and distribution; "" for a function of one's own
+
+    def bind(self, params: dict | None = None, logged_name: str | None = None) -> Reward:
+        return Reward(self.name, self.func, params, self.description, logged_name, correctness=self.correctness,
+                      value_range=self.range, source=self.source)
+
+
+# TRL's own answer-checking rewards, as `trl grpo` names them (import paths here)
+TRL_CORRECTNESS = ("trl.rewards.accuracy_reward", "trl.rewards.reasoning_accuracy_reward")
+
+
+def resolve(ref: str) -> Resolved:
+    """A registered name, or a function of the user's own (a file or module path; see
+    :mod:`grpo_core.local_rewards`) with what it declares as attributes
+    (``correctness = True``, ``range = (0, 1)``)."""
     from . import local_rewards
     from .errors import UnknownNameError
 
     if local_rewards.is_local_ref(ref):
-        func = local_rewards.load(ref)
-        return getattr(func, "__name__", ref.rsplit(":", 1)[1]), func, inspect.getdoc(func) or ""
+        return _own(ref, local_rewards.load(ref), ":")
     reg = registry.rewards()
     try:
         entry = reg.get(ref)
-        return entry.name, entry.obj, entry.description
     except UnknownNameError as unknown:
         if ref.split(".", 1)[0] in registry.KNOWN_NAMESPACES or not local_rewards.IMPORT_PATH_RE.match(ref):
             raise
@@ -344,21 +381,21 @@ def resolve(ref: str) -> tuple[str, Callable, str]:
             func = local_rewards.load(ref)
         except SpecError as exc:
             raise UnknownNameError(f"{unknown} Nor is it a function to import: {exc}") from None
-        return getattr(func, "__name__", ref.rsplit(".", 1)[1]), func, inspect.getdoc(func) or ""
+        return _own(ref, func, ".")
+    return Resolved(entry.name, entry.obj, entry.description, bool(entry.extra.get("correctness", False)),
+                    entry.extra.get("range"), entry.source)
 
 
-# TRL's own answer-checking rewards, as `trl grpo` names them (import paths here)
-TRL_CORRECTNESS = ("trl.rewards.accuracy_reward", "trl.rewards.reasoning_accuracy_reward")
+def _own(ref: str, func: Callable, sep: str) -> Resolved:
+    declared = getattr(func, "range", None)
+    if declared is not None:
+        from .registry import check_range
 
-
-def declared_correctness(ref: str, func) -> bool:
-    """Whether full marks mean "the answer is right": declared at registration
-    (``register(name, func, correctness=True)``), by a ``correctness = True``
-    attribute on a function of one's own, or TRL's accuracy rewards."""
-    entry = registry.rewards().entries.get(ref)
-    if entry is not None:
-        return bool(entry.extra.get("correctness", False))
-    return bool(getattr(func, "correctness", False)) or ref in TRL_CORRECTNESS
+        problem = check_range(declared)
+        if problem:
+            raise SpecError(f"reward {ref}: its range attribute {declared!r} is not usable: {problem}.")
+    return Resolved(getattr(func, "__name__", ref.rsplit(sep, 1)[1]), func, inspect.getdoc(func) or "",
+                    bool(getattr(func, "correctness", False)) or ref in TRL_CORRECTNESS, declared)
 
 
 def logged_names(parsed: list[RewardSpec], names: list[str]) -> list[str]:
@@ -382,5 +419,5 @@ def logged_names(parsed: list[RewardSpec], names: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["Reward", "RewardSpec", "parse_spec", "list_rewards", "get_reward", "compose_rewards", "compose_specs", "resolve",
+__all__ = ["Reward", "Resolved", "RewardSpec", "parse_spec", "list_rewards", "get_reward", "compose_rewards", "compose_specs", "resolve",
            "logged_names", "TRL_KWARGS"]
