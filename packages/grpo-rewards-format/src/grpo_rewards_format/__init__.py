@@ -1,7 +1,8 @@
 """grpo_rewards_format: rewards that shape how a model answers (grpo plugin).
 
-Registers ``format.*`` (XML layout, JSON answers), ``length.*`` and
-``repetition.*`` rewards and the ``xml`` system prompt. Importing this module is
+Registers ``format.*`` (XML layout, open-r1's layout rules, step markers, JSON
+answers), ``length.*`` and ``repetition.*`` rewards, each with its value range,
+and the ``xml`` system prompt. Importing this module is
 cheap: ``json``/``jsonschema`` load when ``format.json`` first runs, ``numpy``
 when ``repetition.ngram`` first meets a long completion.
 """
@@ -15,7 +16,9 @@ from .length import ideal as length_ideal
 from .length import soft_overlong
 from .prompts import XML, XML_ANSWER_TEMPLATE
 from .repetition import ngram as repetition_ngram
-from .tags import think_answer, xml_incremental, xml_soft, xml_strict
+from .repetition import ngram_range
+from .steps import reasoning_steps
+from .tags import tag_count, think_answer, think_answer_r1, xml_incremental, xml_soft, xml_strict
 
 __version__ = "0.1.0"
 
@@ -24,17 +27,36 @@ REWARDS = {
     "format.xml_soft": xml_soft,
     "format.xml_incremental": xml_incremental,
     "format.think_answer": think_answer,
+    "format.think_answer_r1": think_answer_r1,
+    "format.tag_count": tag_count,
+    "format.reasoning_steps": reasoning_steps,
     "format.json": json_answer,
     "length.ideal": length_ideal,
     "length.soft_overlong": soft_overlong,
     "repetition.ngram": repetition_ngram,
 }
 
+# (low, high) each reward can score, or a function of its bound parameters returning it;
+# grpo check takes the high end as full marks.
+RANGES = {
+    "format.xml_strict": (0.0, 1.0),
+    "format.xml_soft": (0.0, 1.0),
+    "format.xml_incremental": (0.0, 1.0),
+    "format.think_answer": (0.0, 1.0),
+    "format.think_answer_r1": (0.0, 1.0),
+    "format.tag_count": (0.0, 1.0),
+    "format.reasoning_steps": (0.0, 1.0),
+    "format.json": (0.0, 1.0),
+    "length.ideal": (-1.0, 0.0),
+    "length.soft_overlong": (-1.0, 0.0),
+    "repetition.ngram": ngram_range,
+}
+
 
 @hookimpl
 def register_rewards(register):
     for name, func in REWARDS.items():
-        register(name, func)
+        register(name, func, range=RANGES[name])
 
 
 @hookimpl
@@ -48,14 +70,18 @@ def register_system_prompts(register):
 
 
 __all__ = [
+    "RANGES",
     "REWARDS",
     "XML",
     "XML_ANSWER_TEMPLATE",
     "json_answer",
     "length_ideal",
+    "reasoning_steps",
     "repetition_ngram",
     "soft_overlong",
+    "tag_count",
     "think_answer",
+    "think_answer_r1",
     "xml_incremental",
     "xml_soft",
     "xml_strict",

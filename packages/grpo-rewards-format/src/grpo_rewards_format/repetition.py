@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from itertools import count
+from typing import Literal
 
 from grpo_core import text_reward
 
@@ -65,10 +66,38 @@ def repeated_fraction(items: list, n: int) -> float:
     return 1.0 - unique / total
 
 
-def word_ids(text: str) -> list[int]:
-    """Whitespace-separated words as ints (equal words, equal ints), in C-level loops."""
+def as_ids(words) -> list[int]:
+    """Words as ints (equal words, equal ints), in C-level loops."""
     index: dict[str, int] = {}
-    return list(map(index.setdefault, text.split(), count()))
+    return list(map(index.setdefault, words, count()))
+
+
+def word_ids(text: str) -> list[int]:
+    """Whitespace-separated words as ints."""
+    return as_ids(text.split())
+
+
+LANGUAGES = ("en", "zh")
+
+
+def _jieba():
+    try:
+        import jieba
+    except ImportError:
+        raise ValueError(
+            "repetition.ngram(language='zh') segments Chinese words with jieba, which is not "
+            "installed: pip install jieba (or leave language unset to count token ids)."
+        ) from None
+    return jieba
+
+
+def _items(text: str, ids, language: str | None) -> list:
+    """What the n-grams are made of: token ids, else words; open-r1's words per language."""
+    if language == "en":
+        return word_ids(text.lower())
+    if language == "zh":
+        return as_ids(_jieba().cut(text))
+    return ids if ids is not None else word_ids(text)
 
 
 @text_reward
@@ -76,27 +105,45 @@ def ngram(
     completions: list,
     n: int = 3,
     max_penalty: float = -1.0,
+    language: Literal["en", "zh"] | None = None,
     completion_ids: list | None = None,
     **kwargs,
 ) -> list[float]:
     """Repeated n-gram penalty: (1 - unique/total n-grams) * max_penalty.
 
     reward = (1 - #unique n-grams / #n-grams) * max_penalty, and 0.0 when the
-    completion has fewer than n items. Items are token ids when TRL passes
-    completion_ids, else whitespace-separated words (case-sensitive).
-    Range [max_penalty, 0.0] (max_penalty is only approached: a completion of
-    one n-gram repeated k times scores (1 - 1/k) * max_penalty). Same formula as
-    trl.rewards.get_repetition_penalty_reward.
+    completion has fewer than n items. Range [max_penalty, 0.0] (max_penalty is
+    only approached: a completion of one n-gram repeated k times scores
+    (1 - 1/k) * max_penalty). Items, by `language`:
+      None (default): token ids when TRL passes completion_ids, else
+            whitespace-separated words (case-sensitive); same values as
+            trl.rewards.get_repetition_penalty_reward;
+      "en": words of the lower-cased text split on whitespace, token ids
+            ignored: open-r1's repetition_penalty (its default language);
+      "zh": jieba's word segmentation of the text (open-r1's "zh"; needs
+            `pip install jieba`).
 
-    Parameters: n=3 (>= 1), max_penalty=-1.0 (<= 0).
+    Parameters: n=3 (>= 1), max_penalty=-1.0 (<= 0), language=None ("en" | "zh").
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}.")
     if max_penalty > 0:
         raise ValueError(f"max_penalty must be <= 0 (it is a penalty), got {max_penalty!r}.")
+    if language is not None and language not in LANGUAGES:
+        raise ValueError(
+            f"language must be one of {', '.join(LANGUAGES)} (open-r1's word splitting) or unset "
+            f"(token ids), got {language!r}."
+        )
+    if language == "zh":
+        _jieba()  # a missing jieba fails when the reward is bound, not at the first batch
     out = []
     ids_list = aligned_ids(completion_ids, len(completions))
     for text, ids in zip(completions, ids_list, strict=True):
-        scaling = repeated_fraction(ids if ids is not None else word_ids(text), n)
+        scaling = repeated_fraction(_items(text, ids, language), n)
         out.append(scaling * max_penalty if scaling else 0.0)
     return out
+
+
+def ngram_range(max_penalty: float = -1.0, **_) -> tuple[float, float]:
+    """repetition.ngram's range for its bound parameters."""
+    return max_penalty, 0.0

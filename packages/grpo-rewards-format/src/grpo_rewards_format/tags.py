@@ -182,3 +182,72 @@ def think_answer(
         answer = text[k + len(oa) : m].strip()
         out.append(1.0 if len(think) >= min_think_chars and answer else 0.5)
     return out
+
+
+# open-r1's layout: the tags on lines of their own (see think_answer_r1).
+@lru_cache(maxsize=64)
+def r1_pieces(think_tag: str = "think", answer_tag: str = "answer") -> Tags:
+    """``("<think>\\n", "\\n</think>\\n", "\\n<answer>\\n", "\\n</answer>")`` for two tag names."""
+    ot, ct, oa, ca = tags(think_tag, answer_tag)
+    return f"{ot}\n", f"\n{ct}\n", f"\n{oa}\n", f"\n{ca}"
+
+
+def is_r1_layout(text: str, pieces: Tags) -> bool:
+    """open-r1's ``re.match(r"^<think>\\n.*?\\n</think>\\n<answer>\\n.*?\\n</answer>$", text,
+    re.DOTALL | re.MULTILINE)``, in linear time.
+
+    The earliest think/answer seam leaves the most room for the closing tag, so
+    the regex matches iff that seam is followed by a "\\n</answer>" standing at
+    the end of the text or before a newline (MULTILINE ``$``).
+    """
+    head, _, _, close = pieces
+    seam = pieces[1] + pieces[2][1:]  # "\n</think>\n<answer>\n": the two share the newline
+    if not text.startswith(head):
+        return False
+    at = text.find(seam, len(head))
+    if at < 0:
+        return False
+    body = at + len(seam)
+    if text.endswith(close) and len(text) - len(close) >= body:
+        return True
+    return text.find(close + "\n", body) >= 0
+
+
+@text_reward
+def think_answer_r1(
+    completions: list, think_tag: str = "think", answer_tag: str = "answer", **kwargs
+) -> list[float]:
+    """open-r1's ``format``: 1.0 for "<think>\\n…\\n</think>\\n<answer>\\n…\\n</answer>", as its regex reads it.
+
+    reward = 1.0 iff the text is "<think>\\n" T "\\n</think>\\n<answer>\\n" A "\\n</answer>" R
+    where T and A are any text (possibly empty, tags included) and R is empty or
+    starts with a newline; else 0.0. Range {0.0, 1.0}. This is exactly open-r1's
+    re.match(r"^<think>\\n.*?\\n</think>\\n<answer>\\n.*?\\n</answer>$", text,
+    re.DOTALL | re.MULTILINE): not a full match, since MULTILINE's "$" also matches
+    before any newline, so "...\\n</answer>\\nmore text" scores 1.0 while
+    "...\\n</answer> more text" and a leading space or newline score 0.0. Each tag
+    stands on its own line, so "<think>\\n</think>" (one newline) is not an empty
+    think block: "<think>\\n\\n</think>" is. Checked in linear time (no regex).
+
+    Parameters: think_tag="think", answer_tag="answer" (tag names).
+    """
+    pieces = r1_pieces(think_tag, answer_tag)
+    return [1.0 if is_r1_layout(text, pieces) else 0.0 for text in completions]
+
+
+@text_reward
+def tag_count(
+    completions: list, think_tag: str = "think", answer_tag: str = "answer", **kwargs
+) -> list[float]:
+    """open-r1's ``tag_count``: 0.25 for each of the four newline-delimited tags found exactly once.
+
+    reward = 0.25 * #{piece in "<think>\\n", "\\n</think>\\n", "\\n<answer>\\n", "\\n</answer>"
+                     : count(piece) == 1}                    Range {0, 0.25, 0.5, 0.75, 1.0}
+    Counts are non-overlapping occurrences of the piece with its newlines
+    (so "<think>x" earns nothing for its opening tag); order is not checked
+    (format.think_answer_r1 checks it). Same values as open-r1's tag_count_reward.
+
+    Parameters: think_tag="think", answer_tag="answer" (tag names).
+    """
+    pieces = r1_pieces(think_tag, answer_tag)
+    return [0.25 * sum(text.count(p) == 1 for p in pieces) for text in completions]

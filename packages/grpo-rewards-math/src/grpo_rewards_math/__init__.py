@@ -1,6 +1,7 @@
 """grpo_rewards_math: answer-checking rewards for verifiable tasks.
 
-``math.correctness``, ``math.numeric``, ``math.exact`` and ``math.cosine``.
+``math.correctness``, ``math.numeric``, ``math.exact``, ``math.cosine`` and
+``math.kimi_length``, each registered with its value range.
 Importing this module is cheap (no sympy, math-verify or pebble): they load in
 the checker processes on the first call that needs them.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from grpo_core import hookimpl
 
-from .rewards import REWARDS, correctness, cosine, exact, numeric
+from .rewards import RANGES, REWARDS, correctness, cosine, exact, kimi_length, numeric
 
 __version__ = "0.1.0"
 
@@ -21,7 +22,13 @@ CORRECTNESS = {"math.correctness", "math.numeric", "math.exact"}
 @hookimpl
 def register_rewards(register):
     for name, func in REWARDS.items():
-        register(name, func, description=func.__doc__.strip().splitlines()[0], correctness=name in CORRECTNESS)
+        register(
+            name,
+            func,
+            description=func.__doc__.strip().splitlines()[0],
+            correctness=name in CORRECTNESS,
+            range=RANGES[name],
+        )
 
 
-__all__ = ["correctness", "numeric", "exact", "cosine", "register_rewards", "__version__"]
+__all__ = ["correctness", "numeric", "exact", "cosine", "kimi_length", "register_rewards", "__version__"]

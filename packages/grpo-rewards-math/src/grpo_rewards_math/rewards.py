@@ -11,7 +11,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from grpo_core.text import completion_text
 
@@ -258,6 +258,7 @@ def cosine(
     min_value_correct: float = 0.5,
     max_value_correct: float = 1.0,
     max_len: int = 1000,
+    unit: Literal["auto", "chars"] = "auto",
     fallback_last_number: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     workers: int | None = None,
@@ -275,32 +276,116 @@ def cosine(
     answer (1.0 at length 0 down to 0.5 at max_len by default) and
     ``(lo, hi) = (max_value_wrong, min_value_wrong)`` for a wrong one (-1.0 at
     length 0 up to -0.5 at max_len: long wrong answers are penalized less).
-    Length is the number of completion tokens (``completion_ids``, which TRL
-    passes), else the number of characters; beyond max_len it is clamped.
-    None when the gold cannot be parsed. Correctness and its other parameters
-    are those of ``math.correctness``.
+    Range [min of the four values, max of them]. Length (``unit``): "auto" =
+    completion tokens (``completion_ids``, which TRL passes), else characters;
+    "chars" = characters always (open-r1's). Beyond max_len the length is
+    clamped (open-r1's is not: its cosine turns back up, paying a correct answer
+    of 2 * max_len as much as an empty one). None when the gold cannot be parsed
+    (open-r1 pays 1.0). Correctness and its other parameters are those of
+    ``math.correctness``.
     """
     if max_len <= 0:
         raise ValueError(f"max_len={max_len!r} must be a positive length (tokens).")
+    lengths = _lengths(completions, kwargs.get("completion_ids"), unit)
     scores, extractions, timeouts, lost = _judge(
         completions, answer, fallback_last_number, timeout, workers
     )
     _log(kwargs, "math.cosine", extractions, timeouts, lost)
-    ids = kwargs.get("completion_ids")
-    if ids is not None:
-        ids = _aligned("completion_ids", completions, ids)
     out: list[float | None] = []
-    for i, (score, comp) in enumerate(zip(scores, completions)):
+    for score, length in zip(scores, lengths):
         if score is None:
             out.append(None)
             continue
-        length = len(ids[i]) if ids is not None else len(completion_text(comp))
         progress = min(length / max_len, 1.0)
         if score == 1.0:
             lo, hi = min_value_correct, max_value_correct
         else:
             lo, hi = max_value_wrong, min_value_wrong
         out.append(float(lo + 0.5 * (hi - lo) * (1.0 + math.cos(progress * math.pi))))
+    return out
+
+
+def cosine_range(
+    min_value_wrong: float = -1.0,
+    max_value_wrong: float = -0.5,
+    min_value_correct: float = 0.5,
+    max_value_correct: float = 1.0,
+    **_: Any,
+) -> tuple[float, float]:
+    """math.cosine's range for its bound parameters: every score lies between two of the four values."""
+    values = (min_value_wrong, max_value_wrong, min_value_correct, max_value_correct)
+    return min(values), max(values)
+
+
+LENGTH_UNITS = ("auto", "chars")
+
+
+def _lengths(completions: Sequence, completion_ids: Any, unit: str) -> list[int]:
+    """Completion lengths: tokens when TRL passes ``completion_ids`` and ``unit`` is "auto", else characters."""
+    if unit not in LENGTH_UNITS:
+        raise ValueError(f"unit must be one of {', '.join(LENGTH_UNITS)}, got {unit!r}.")
+    if unit == "auto" and completion_ids is not None:
+        return [len(ids) for ids in _aligned("completion_ids", completions, completion_ids)]
+    return [len(completion_text(c)) for c in completions]
+
+
+def _groups(prompts: Any, n: int, group_by: str) -> list[list[int]]:
+    """Indices of the completions normalised together: all of them, or those of each prompt."""
+    if group_by == "batch" or prompts is None:
+        return [list(range(n))] if n else []
+    groups: dict[str, list[int]] = {}
+    for i, prompt in enumerate(_aligned("prompts", range(n), prompts)):
+        groups.setdefault(prompt if isinstance(prompt, str) else repr(prompt), []).append(i)
+    return list(groups.values())
+
+
+def kimi_length(
+    completions: list,
+    answer: list,
+    unit: Literal["auto", "chars"] = "auto",
+    group_by: Literal["batch", "prompt"] = "batch",
+    fallback_last_number: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    workers: int | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """Kimi 1.5's length reward (open-r1's ``length``): shortest of the batch +0.5, longest -0.5, wrong never above 0.
+
+    Kimi k1.5 (arXiv 2501.12599, section 2.3.3), as open-r1's len_reward computes it::
+
+        lambda = 0.5 - (L - min_L) / (max_L - min_L)
+        r = lambda          if the answer is correct (math.correctness)
+        r = min(0, lambda)  if it is wrong
+        r = 0.0 for all     when max_L == min_L
+
+    Range [-0.5, 0.5]. min_L and max_L run over the completions of one call
+    (``group_by="batch"``, open-r1's): TRL calls a reward once per process and
+    generation batch, with per_device_train_batch_size * steps_per_generation
+    completions: several prompts, and on several processes only this process's
+    share of each prompt's num_generations completions. ``group_by="prompt"``
+    normalises each prompt's completions within the call separately (Kimi's
+    definition, up to that share); without ``prompts`` the call is one group.
+    L (``unit``): "auto" = tokens when TRL passes completion_ids, else
+    characters; "chars" = characters always (open-r1's). None where the gold
+    cannot be parsed (open-r1 treats it as correct); its length still counts
+    for min_L/max_L. Other parameters are those of ``math.correctness``.
+    """
+    if group_by not in ("batch", "prompt"):
+        raise ValueError(f"group_by must be 'batch' or 'prompt', got {group_by!r}.")
+    lengths = _lengths(completions, kwargs.get("completion_ids"), unit)
+    scores, extractions, timeouts, lost = _judge(
+        completions, answer, fallback_last_number, timeout, workers
+    )
+    _log(kwargs, "math.kimi_length", extractions, timeouts, lost)
+    out: list[float | None] = [None] * len(completions)
+    for members in _groups(kwargs.get("prompts"), len(completions), group_by):
+        low = min(lengths[i] for i in members)
+        spread = max(lengths[i] for i in members) - low
+        for i in members:
+            if scores[i] is None:
+                continue
+            lam = 0.5 - (lengths[i] - low) / spread if spread else 0.0
+            out[i] = lam if scores[i] == 1.0 else min(0.0, lam)
     return out
 
 
@@ -415,4 +500,15 @@ REWARDS = {
     "math.numeric": numeric,
     "math.exact": exact,
     "math.cosine": cosine,
+    "math.kimi_length": kimi_length,
+}
+
+# (low, high) each reward can score, or a function of its bound parameters returning it;
+# grpo check takes the high end as full marks.
+RANGES = {
+    "math.correctness": (0.0, 1.0),
+    "math.numeric": (0.0, 1.0),
+    "math.exact": (0.0, 1.0),
+    "math.cosine": cosine_range,
+    "math.kimi_length": (-0.5, 0.5),
 }
