@@ -15,7 +15,10 @@ import grpo_rewards_format
 
 NAMES = [
     "format.json",
+    "format.reasoning_steps",
+    "format.tag_count",
     "format.think_answer",
+    "format.think_answer_r1",
     "format.xml_incremental",
     "format.xml_soft",
     "format.xml_strict",
@@ -27,13 +30,16 @@ NAMES = [
 # One non-default binding per reward, as a config would write it.
 PARAMS = {
     "format.json": {"schema": {"type": "object"}, "max_chars": 5000},
+    "format.reasoning_steps": {"min_steps": 2},
+    "format.tag_count": {"think_tag": "reasoning"},
     "format.think_answer": {"min_think_chars": 5, "think_tag": "reasoning"},
+    "format.think_answer_r1": {"answer_tag": "solution"},
     "format.xml_incremental": {"trailing_penalty": 0.01},
     "format.xml_soft": {"answer_tag": "solution"},
     "format.xml_strict": {"think_tag": "reasoning", "answer_tag": "solution"},
     "length.ideal": {"target": 300, "unit": "words"},
     "length.soft_overlong": {"max_length": 64, "cache": 16},
-    "repetition.ngram": {"n": 2, "max_penalty": -0.5},
+    "repetition.ngram": {"n": 2, "max_penalty": -0.5, "language": "en"},
 }
 
 
@@ -47,6 +53,26 @@ def test_registers_every_reward_with_its_docstring_summary(register_plugin):
         doc = inspect.getdoc(entry.obj)
         assert entry.description == doc.splitlines()[0], name
         assert "reward" in doc and "Range" in doc, f"{name}: formula and range must be documented"
+
+
+def test_every_reward_declares_its_range(reward):
+    """grpo check takes the high end as full marks: ranges as the docstrings state them."""
+    expected = {name: (0.0, 1.0) for name in NAMES if name.startswith("format.")}
+    expected.update({"length.ideal": (-1.0, 0.0), "length.soft_overlong": (-1.0, 0.0)})
+    expected["repetition.ngram"] = (-1.0, 0.0)  # [max_penalty, 0], max_penalty=-1.0 by default
+    assert {name: reward(name).range for name in NAMES} == expected
+    assert reward("repetition.ngram", max_penalty=-0.5).range == (-0.5, 0.0)
+
+
+def test_range_functions_default_as_their_rewards_do():
+    """A range function gets only the parameters a config set: its defaults must be the reward's."""
+    for name, declared in grpo_rewards_format.RANGES.items():
+        if not callable(declared):
+            continue
+        reward_params = inspect.signature(grpo_rewards_format.REWARDS[name]).parameters
+        for p in inspect.signature(declared).parameters.values():
+            if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD:
+                assert p.default == reward_params[p.name].default, (name, p.name)
 
 
 def test_every_parameter_is_annotated_and_none_is_a_required_column(reward):

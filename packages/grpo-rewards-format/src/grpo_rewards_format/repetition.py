@@ -145,5 +145,5 @@ def ngram(
 
 
 def ngram_range(max_penalty: float = -1.0, **_) -> tuple[float, float]:
-    """repetition.ngram's range for its bound parameters."""
-    return max_penalty, 0.0
+    """repetition.ngram's range for its bound parameters (a positive max_penalty is the reward's to refuse)."""
+    return min(max_penalty, 0.0), 0.0
