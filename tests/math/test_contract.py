@@ -1,4 +1,4 @@
-"""The core's reward contract suite, on all four rewards resolved by name."""
+"""The core's reward contract suite, on every math reward resolved by name."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import grpo_rewards_math
 from grpo_core.contract import RewardContract, check_reward
 
-NAMES = ["math.correctness", "math.numeric", "math.exact", "math.cosine"]
+NAMES = ["math.correctness", "math.numeric", "math.exact", "math.cosine", "math.kimi_length"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -17,7 +17,7 @@ def test_contract(register_plugin, name):
     assert failed == []
 
 
-@pytest.mark.parametrize("name", ["math.correctness", "math.cosine"])
+@pytest.mark.parametrize("name", ["math.correctness", "math.cosine", "math.kimi_length"])
 def test_contract_through_the_checker_pool(register_plugin, name):
     # a LaTeX gold sends every hostile completion through the worker processes
     register_plugin(grpo_rewards_math)

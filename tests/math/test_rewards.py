@@ -163,7 +163,7 @@ def test_registered_by_name_with_params(register_plugin):
 
     register_plugin(grpo_rewards_math)
     entries = {e.name: e for e in list_rewards() if e.name.startswith("math.")}
-    assert set(entries) == {"math.correctness", "math.numeric", "math.exact", "math.cosine"}
+    assert set(entries) == {"math.correctness", "math.numeric", "math.exact", "math.cosine", "math.kimi_length"}
     for name, entry in entries.items():
         first_line = entry.obj.__doc__.strip().splitlines()[0]
         assert entry.description == first_line and len(first_line) < 130, name
