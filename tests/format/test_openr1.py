@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
 import sys
 import types
 
@@ -35,6 +36,17 @@ def test_table_entries_name_our_rewards_and_their_parameters(reward):
         params = inspect.signature(r.func).parameters
         assert set(entry.params.values()) | set(entry.fixed) <= set(params), name
         assert entry.columns == {} and r.required_columns == (), name
+
+
+def test_table_covers_the_rewards_recipes_name_and_loads_no_plugin():
+    # open-r1's non-code rewards; accuracy, cosine and length are tests/math/test_openr1.py's
+    assert set(OPENR1_REWARDS) == set(FORMAT_SIDE) | {"accuracy", "cosine", "length"}
+    code = (
+        "import sys, grpo_core.openr1_rewards\n"
+        "loaded = [m for m in ('torch', 'trl', 'grpo_rewards_math', 'grpo_rewards_format') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
 def test_table_carries_open_r1_defaults():
