@@ -76,6 +76,42 @@ def test_sigterm_checkpoints_like_ctrl_c_and_exits_143(grpo, tmp_path):
     assert code == 0 and [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["3/3"]
 
 
+
+def test_an_ordinary_crash_inside_a_step_leaves_a_checkpoint_and_resume_finishes(grpo, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """A plain exception (not grpo's own) escaping step 3 after its sampling and scoring,
+    as a lost device would: the last completed step is saved, the line says how to go
+    on, the error itself reaches the caller, and --resume trains steps 3 and 4."""
+    from trl import GRPOTrainer
+
+    original, raised = GRPOTrainer.compute_loss, []
+
+    def compute_loss(self, model, inputs, *args, **kwargs):
+        if self.state.global_step == 2 and not raised:  # step 3's loss, once
+            raised.append(RuntimeError("device lost during step 3"))
+            raise raised[0]
+        return original(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "compute_loss", compute_loss)
+    args = (TINY, "--max_steps", "4")  # tiny.yaml saves no checkpoints of its own (save_strategy: no)
+    with pytest.raises(RuntimeError) as crash:
+        grpo(*args)
+    assert crash.value is raised[0] and crash.traceback[-1].name == "compute_loss"  # unwrapped, its own traceback
+    run, out = tmp_path / "out", capsys.readouterr().out
+    ckpt = run / "checkpoint-2"
+    saved = [line for line in out.splitlines() if line.startswith(f"Saved {ckpt} (step 2, the last completed step)")]
+    assert len(saved) == 1 and saved[0].endswith("--resume"), out
+    assert json.loads((ckpt / "trainer_state.json").read_text())["global_step"] == 2
+    assert (ckpt / "adapter_model.safetensors").is_file() and (ckpt / "optimizer.pt").is_file()
+    assert not (run / "checkpoint-3").exists() and not (run / "adapter").exists()
+
+    code, out, err = grpo(*args, "--resume")
+    assert code == 0, out + err
+    assert f"Resuming from {ckpt} (step 2)." in out
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("step ")] == ["3/4", "4/4"]
+    assert [r["step"] for r in step_records(run / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert (run / "adapter" / "adapter_model.safetensors").is_file()
+
 TWO_STAGES = """
 model: {{dtype: float32}}
 lora: {{r: 4, lora_alpha: 8}}
