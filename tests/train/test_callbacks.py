@@ -71,22 +71,80 @@ def test_adaptive_weights_rule(cb):
     assert w[2] == 1.0  # at the target: unchanged
 
 
-def test_adaptive_weights_change_trl_weights_in_training(grpo, tmp_path):
+def first_of_four(completions, **kwargs):
+    """1.0 for the first completion of each group of 4, else 0.0: a success rate of 1/4."""
+    return [1.0 if i % 4 == 0 else 0.0 for i in range(len(completions))]
+
+
+def always(completions, **kwargs):
+    """1.0 for every completion: a success rate of 1."""
+    return [1.0 for _ in completions]
+
+
+@pytest.fixture
+def fixed_rates(register_plugin):
+    """Rewards whose success rates are known whatever the model writes."""
+    import types
+
+    import grpo_core
+
+    mod = types.ModuleType("fixed_rates")
+
+    @grpo_core.hookimpl
+    def register_rewards(register):
+        register("fixed.quarter", first_of_four)
+        register("fixed.all", always)
+
+    mod.register_rewards = register_rewards
+    register_plugin(mod)
+
+
+@pytest.fixture
+def trl_weights(monkeypatch):
+    """A callback that reads ``reward_weights`` of the trainer ``grpo train`` built (the
+    tensor TRL multiplies each reward column by) at the end of every step."""
+    from transformers import TrainerCallback
+
+    from grpo_core.trainer import GrpoTrainer
+
+    class Weights(TrainerCallback):
+        def __init__(self):
+            self.trainer, self.after = None, {}
+
+        def on_step_end(self, args, state, control, **kw):
+            self.after[state.global_step] = self.trainer.reward_weights.tolist()
+
+    weights, original = Weights(), GrpoTrainer.train
+
+    def train(self, *args, **kwargs):
+        weights.trainer = self
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GrpoTrainer, "train", train)
+    return weights
+
+
+def test_adaptive_weights_set_the_weights_trl_multiplies_rewards_by(train, fixed_rates, trl_weights, tmp_path):
     cfg = tmp_path / "a.yaml"
-    cfg.write_text(TINY.read_text() + "adaptive_weights: {target: 0.5, rate: 1.0, threshold: 0.5}\n")
-    code, out, err = grpo(cfg)
-    assert code == 0, err
+    cfg.write_text(TINY.read_text() + "adaptive_weights: {target: 0.5, rate: 1.0, threshold: 0.5, max_factor: 2.0}\n")
+    result, lines = train("--max_steps", "4", "--rewards", "fixed.quarter:1.0", "fixed.all:0.5", config=cfg,
+                          callbacks=[trl_weights], check=False)
+    assert result.exit_code == 0, lines
+    # success rates every step: quarter 1/4, all 1. factor <- clamp(factor * exp(1.0 * (0.5 - rate)), 0.25, 2.0)
+    # quarter (base 1.0): e^0.25 = 1.284025, e^0.5 = 1.648721, e^0.75 = 2.117 -> 2.0, 2.0 * e^0.25 -> 2.0
+    # all (base 0.5):     0.5 * e^-0.5 = 0.303265, 0.5 * e^-1 = 0.183940, e^-1.5 = 0.223 -> 0.25: 0.125, stays
+    expected = {1: [1.2840254, 0.3032653], 2: [1.6487213, 0.1839397], 3: [2.0, 0.125], 4: [2.0, 0.125]}
+    assert trl_weights.after.keys() == expected.keys()
+    for step, weights in expected.items():
+        assert trl_weights.after[step] == pytest.approx(weights, rel=1e-6), step  # float32 tensor
+    # TRL's logged reward is the mean weighted sum, with the weights the step before left:
+    # step 1: 1.0 * 0.25 + 0.5 * 1 = 0.75; step 2: 1.2840254 * 0.25 + 0.3032653 = 0.6242717;
+    # step 3: 1.6487213 * 0.25 + 0.1839397 = 0.5961200; step 4: 2.0 * 0.25 + 0.125 = 0.625
     steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in steps if "reward" in r]
-    for r in steps:
-        # test.short scores >= 0.5 on short completions; whatever the rates,
-        # the logged weight is the configured one times exp(rate * (target - success)), within bounds
-        for name, base in (("test.digits", 1.0), ("test.short", 0.5)):
-            assert 0.25 * base <= r[f"weights/{name}"] <= 4.0 * base
-            assert f"success/{name}" in r
-    first = steps[0]
-    expected = 0.5 * math.exp(1.0 * (0.5 - first["success/test.short"]))
-    assert first["weights/test.short"] == pytest.approx(min(max(expected, 0.125), 2.0), rel=1e-5)
+    assert [r["reward"] for r in steps] == pytest.approx([0.75, 0.6242717, 0.5961200, 0.625], rel=1e-6)
+    assert [r["weights/fixed.quarter"] for r in steps] == pytest.approx([1.2840254, 1.6487213, 2.0, 2.0], rel=1e-6)
+    assert [r["success/fixed.quarter"] for r in steps] == [0.25] * 4
 
 
 def test_summary_line():
