@@ -79,9 +79,75 @@ def test_a_reward_that_pays_a_hedge_fails_the_probes(tmp_path, capsys, register_
     results = {r["probe"]: r for r in json.loads((tmp_path / "r.json").read_text())[0]["probes"]["results"]}
     for name in ("or_hedge", "boxes", "listed", "maybe", "negated", "retracted", "gold_in_reasoning"):
         assert results[name]["means"]["hedgy.correctness"] == 1.0  # contains the gold every time
-        assert results[name]["failures"] == ["hedgy.correctness 1.00 >= the gold's 1.00"]
+        assert results[name]["failures"][0].startswith(
+            "hedgy.correctness pays it as much as the gold on 6 of 6 rows (rows [0, 1, 2, 3, 4, 5]")
     for name in ("empty", "empty_tags", "question_copied", "question_numbers"):
         assert results[name]["failures"] == [], name  # no question above holds its own answer
+
+
+def register_reward(register_plugin, name: str, func, **declared) -> None:
+    import types
+
+    import grpo_core
+
+    mod = types.ModuleType(name.split(".")[0])
+    mod.register_rewards = grpo_core.hookimpl(lambda register: register(name, func, **declared))
+    register_plugin(mod, name=name.split(".")[0])
+
+
+def test_a_reward_that_pays_hedges_on_half_the_rows_fails_naming_them(tmp_path, capsys, register_plugin, no_model):
+    """A mean would hide it (0.5 < the gold's 1.0); judged per row, 3 of 6 rows pay the hedge."""
+    import grpo_core
+
+    def half(completions, answer, **kwargs):
+        """Reads the last number, except on even golds, where any mention of the gold counts."""
+        out = []
+        for c, a in zip(completions, answer):
+            text = grpo_core.completion_text(c)
+            numbers = [w.strip(".,:") for w in text.split() if w.strip(".,:").isdigit()]
+            out.append(float(str(a) in numbers if int(a) % 2 == 0 else bool(numbers) and numbers[-1] == str(a)))
+        return out
+
+    register_reward(register_plugin, "half.correctness", half, correctness=True, range=(0, 1))
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]  # even golds: 4, 12 (rows 0, 4); odd: 9, 9, 3, 3
+    cfg = write_config(tmp_path, rows, ["half.correctness"])
+    assert main(["check", str(cfg), "--json", str(tmp_path / "r.json")]) == 1
+    results = {r["probe"]: r for r in json.loads((tmp_path / "r.json").read_text())[0]["probes"]["results"]}
+    # "4 or 5": the gold is among the numbers on even rows only -> rows 0 and 4 of 6 = 33 % > PROBE_SHARE 10 %
+    assert results["or_hedge"]["means"]["half.correctness"] == pytest.approx(2 / 6)
+    assert results["or_hedge"]["failures"][0].startswith(
+        "half.correctness pays it as much as the gold on 2 of 6 rows (rows [0, 4]")
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_a_tag_reward_whose_tags_differ_from_the_prompts_fails_as_no_signal(tmp_path, capsys, no_model):
+    """The xml prompt writes <think>/<answer>; format.xml_strict(think_tag='reasoning') pays 0 to the
+    gold and to every probe: a reward that teaches nothing."""
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    cfg = write_config(tmp_path, rows, ["math.correctness", "format.xml_strict(think_tag='reasoning'):0.5"],
+                       system_prompt="xml")
+    assert main(["check", str(cfg), "--json", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL format.xml_strict gives every completion tried 0.00, the gold included" in out
+    report = json.loads((tmp_path / "r.json").read_text())[0]
+    assert report["no_signal"] == {"format.xml_strict": 0.0}
+    # with the prompt's own tags it gives a signal (1 for the gold, 0 for an empty completion)
+    cfg = write_config(tmp_path, rows, ["math.correctness", "format.xml_strict:0.5"], system_prompt="xml")
+    assert main(["check", str(cfg)]) == 0, capsys.readouterr().out
+
+
+def test_full_marks_are_the_declared_maximum_not_the_best_row(tmp_path, capsys, register_plugin, no_model):
+    """A reward declaring range (0, 2) that pays the gold 1.0 on every row is at its maximum on none."""
+    def one(completions, **kwargs):
+        return [1.0 if "Answer:" in str(c) else 0.0 for c in completions]
+
+    register_reward(register_plugin, "flat.score", one, range=(0, 2))
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    cfg = write_config(tmp_path, rows, ["math.correctness", "flat.score:0.1"])
+    main(["check", str(cfg), "--json", str(tmp_path / "r.json")])
+    gold = {g["reward"]: g for g in json.loads((tmp_path / "r.json").read_text())[0]["gold_self_test"]}
+    assert gold["flat.score"]["top"] == 2.0 and gold["flat.score"]["share_at_top"] == 0.0
+    assert gold["math.correctness"]["top"] == 1.0 and gold["math.correctness"]["share_at_top"] == 1.0
 
 
 @pytest.mark.parametrize("config", ["quickstart.yaml", "quickstart-gpu.yaml", "strict-tags.yaml", "two-stage.yaml"])

@@ -50,7 +50,9 @@ def test_an_item_that_raises_scores_none_and_the_others_keep_their_scores():
     out = g(completions=["ab", "x!", "abcd", "!!"], answer=["1", "2", "3", "4"],
             log_metric=lambda name, value: metrics.append((name, value)))
     assert out == [2.0, None, 4.0, None]
-    assert metrics == [("rewards/test.r/errors", 2.0)]
+    # two items failed, none ran past the time limit; the call's wall time is logged too
+    assert metrics[:2] == [("rewards/test.r/errors", 2.0), ("rewards/test.r/timeouts", 0.0)]
+    assert metrics[2][0] == "rewards/test.r/seconds" and metrics[2][1] >= 0
     # logged once, with the exception and its traceback, naming the plugin
     assert len(logged) == 1
     assert "raised ValueError: cannot score 'x!'" in logged[0] and "plugin 'p' (distribution d)" in logged[0]

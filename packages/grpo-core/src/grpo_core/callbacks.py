@@ -34,8 +34,10 @@ def reward_names(logs: dict) -> list[str]:
     return [k[len("rewards/"):-len("/mean")] for k in logs if k.startswith("rewards/") and k.endswith("/mean")]
 
 
-def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None) -> str:
-    """``step 3/30 | reward 0.41 ± 0.23 | math.correctness 0.25  format 0.62 | zero-std 0.25 | kl 0.001 | len 41 | 12.3s``"""
+def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None,
+                 clock: str | None = None) -> str:
+    """``step 3/30 | reward 0.41 ± 0.23 | math.correctness 0.25  format 0.62 | zero-std 0.25 | kl 0.001 | len 41 |
+    12.3s | 0:37 elapsed, ETA 5:32``; a reward that took over a quarter of the step is named."""
     parts = [f"step {step}/{max_steps}" + (f" [{stage}]" if stage else "")]
     r, s = _finite(logs.get("reward")), _finite(logs.get("reward_std"))
     if r is not None:
@@ -57,7 +59,27 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
         parts.append(f"len {length:.0f}")
     if elapsed is not None:
         parts.append(f"{elapsed:.1f}s")
+        slow = [f"{name} {sec:.1f}s" for name in reward_names(logs)
+                for sec in [_finite(logs.get(f"rewards/{name}/seconds"))] if sec is not None and sec > elapsed / 4]
+        if slow:
+            parts.append("slow reward: " + ", ".join(slow))
+    if clock:
+        parts.append(clock)
     return " | ".join(parts)
+
+
+def clock_text(elapsed: float, done: int, left: int) -> str:
+    """``1:05 elapsed, ETA 3:10``: the time left at the mean step time so far."""
+    text = f"{_hms(elapsed)} elapsed"
+    if done > 0 and left > 0:
+        text += f", ETA {_hms(elapsed / done * left)}"
+    return text
+
+
+def _hms(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 class MetricsCallback(TrainerCallback):
@@ -73,9 +95,12 @@ class MetricsCallback(TrainerCallback):
         self.console = console
         self.stream = stream or sys.stdout
         self._last = None
+        self._start = None
+        self._first_step = 0
 
     def on_train_begin(self, args, state, control, **kw):
-        self._last = time.perf_counter()
+        self._last = self._start = time.perf_counter()
+        self._first_step = state.global_step  # a resumed run times only the steps it runs
 
     def on_log(self, args, state, control, logs=None, **kw):
         if not state.is_world_process_zero or not logs:
@@ -89,8 +114,10 @@ class MetricsCallback(TrainerCallback):
         with open(self.path, "a") as f:
             f.write(json.dumps(record, default=_json_default) + "\n")
         if self.console and "reward" in logs:
+            clock = clock_text(now - self._start, state.global_step - self._first_step,
+                               state.max_steps - state.global_step) if self._start is not None else None
             line = summary_line(step, self.offset + state.max_steps, logs,
-                                self.stage if self.stage != "main" else None, elapsed)
+                                self.stage if self.stage != "main" else None, elapsed, clock)
             print(line, file=self.stream, flush=True)
         elif self.console and "train_runtime" in logs:
             print(f"{self.stage if self.stage != 'main' else 'training'}: "

@@ -8,13 +8,21 @@ Two questions cost whole runs when their answer is wrong:
    with the gold answer (what a few-shot example shows); each reward scores it.
    A correctness reward (one registered with ``correctness=True``, such as
    ``math.correctness``) below 99 % at its maximum is a failure: its gold column
-   cannot be read.
+   cannot be read. The maximum is the one the reward declares when it registers
+   (``range=(low, high)``), never the best a row happened to score.
 2. **Reward-hacking probes**: does a reward pay for something that is not an
    answer? :data:`PROBES` builds adversarial completions from sampled rows
    (a hedge, the question copied back, the gold only in the reasoning, ...).
-   A probe without the right answer that scores at or above the gold on a
-   correctness reward, or any probe above the gold on the weighted total, is
-   a failure. Plugins add probes with the ``register_probes`` hook.
+   Judged per row: a probe without the right answer that a correctness reward
+   pays as much as the gold on more than :data:`PROBE_SHARE` of the rows, or
+   whose weighted total beats the gold's on more than that share, is a failure.
+   Plugins add probes with the ``register_probes`` hook.
+3. **No signal**: a reward that gives the gold and every probe the same value
+   (a tag reward whose tags differ from the prompt's pays 0 to all) teaches
+   nothing, and fails.
+
+Rewards are called in batches of :data:`CHECK_BATCH`, each within the reward's
+time limit; one that runs past it is reported once and not judged.
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ from typing import Any
 GOLD_LIMIT = 2_000
 PROBE_ROWS = 16
 PASS_SHARE = 0.99
+# a probe may pay as much as the gold on at most this share of the probe rows (1 of 16)
+PROBE_SHARE = 0.1
+CHECK_BATCH = 256  # completions per reward call, as a training batch would be (time limits apply per call)
 # the ideal completion for a dataset in TRL's format (a prompt column, no template known):
 # reasoning in think tags, then the boxed answer, as TRL's think_format_reward and
 # accuracy_reward (which reads LaTeX/boxed answers only) expect
@@ -154,10 +165,19 @@ def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[li
     is not loaded: it scores None."""
     from .scoring import score_batch
 
-    completions = [[{"role": "assistant", "content": t}] for t in texts]
-    scored = score_batch(funcs, [1.0] * len(funcs), completions, rows, [r.get("prompt") for r in rows],
-                         skip_model_rewards=True)
-    return scored.per_reward, scored.extras
+    per: list[list] = [[] for _ in funcs]
+    extras: dict[str, list] = {}
+    for start in range(0, len(texts), CHECK_BATCH):  # batches the size training scores at once
+        chunk = slice(start, start + CHECK_BATCH)
+        completions = [[{"role": "assistant", "content": t}] for t in texts[chunk]]
+        scored = score_batch(funcs, [1.0] * len(funcs), completions, rows[chunk],
+                             [r.get("prompt") for r in rows[chunk]], skip_model_rewards=True)
+        for column, values in zip(per, scored.per_reward):
+            column.extend(values)
+        for key in set(extras) | set(scored.extras):
+            got = scored.extras.get(key, [])
+            extras.setdefault(key, [None] * start).extend(list(got) + [None] * (len(completions) - len(got)))
+    return per, extras
 
 
 def _mean(values) -> float:
@@ -165,17 +185,40 @@ def _mean(values) -> float:
     return sum(vals) / len(vals) if vals else math.nan
 
 
+def top_of(reward, scores: Sequence) -> float:
+    """Full marks: the declared maximum (``register(..., range=(low, high))``); 1.0 for
+    a correctness reward that declares none; else the best the gold scored."""
+    declared = getattr(reward, "range", None)
+    if declared is not None:
+        return declared[1]
+    if is_correctness(reward):
+        return 1.0
+    finite = [s for s in scores if s is not None]
+    return max(finite) if finite else math.nan
+
+
 @dataclass
 class GoldResult:
     name: str
-    top: float  # the reward's maximum (1.0 for correctness rewards, else the best gold score)
+    top: float  # the reward's maximum (declared, 1.0 for correctness rewards, else the best gold score)
     share: float  # share of rows at it
     correctness: bool
     short: list[dict] = field(default_factory=list)  # rows below it: gold, extracted, score
+    skipped: str | None = None  # why it was not judged (a reward model, a reward past its time limit)
 
     @property
     def ok(self) -> bool:
-        return not self.correctness or self.share >= PASS_SHARE
+        return self.skipped is not None or not self.correctness or self.share >= PASS_SHARE
+
+
+def _skipped(reward) -> str | None:
+    from .scoring import needs_model
+
+    if getattr(reward, "timed_out", False):
+        return f"ran past its time limit ({reward.time_limit:g}s): not checked"
+    if needs_model(reward):
+        return "loads a model: not checked"
+    return None
 
 
 def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResult]:
@@ -185,14 +228,13 @@ def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResu
     out = []
     for f, scores in zip(funcs, per):
         name = f.__name__
-        correct = is_correctness(f)
-        finite = [s for s in scores if s is not None]
-        top = 1.0 if correct else (max(finite) if finite else math.nan)
+        top = top_of(f, scores)
         at_top = [s is not None and s >= top - 1e-9 for s in scores]
         extracted = extras.get(f"{name}/answer") or [None] * len(rows)
         short = [{"row": i, "gold": probes[i].gold, "completion": texts[i][:200], "extracted": extracted[i],
                   "score": scores[i]} for i, ok in enumerate(at_top) if not ok]
-        out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, correct, short))
+        out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, is_correctness(f), short,
+                              _skipped(f)))
     return out
 
 
@@ -204,33 +246,77 @@ class ProbeResult:
     failures: list[str]
 
 
-def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], template,
-               probes: Sequence[Probe]) -> tuple[dict[str, float], float, list[ProbeResult]]:
-    """(gold means per reward, gold total, one result per probe)."""
+def _pays_as_much(probe: Sequence, gold: Sequence, floor: float = 0.0) -> list[int]:
+    """Rows where the probe scores at least what the gold does (the gold paying above ``floor``)."""
+    return [i for i, (p, g) in enumerate(zip(probe, gold))
+            if p is not None and g is not None and g > floor + 1e-9 and p >= g - 1e-9]
+
+
+def _judge(probe: Probe, rows: list[dict], ids: Sequence[int], per: dict[str, list], totals: list[float],
+           gold: dict[str, list], gold_totals: list[float], correct: set[str], floors: dict[str, float]) -> list[str]:
+    """A probe fails a correctness reward that pays it as much as the gold on more than
+    PROBE_SHARE of the rows (without the right answer), or when its weighted total beats
+    the gold's on more than PROBE_SHARE of the rows. Judged per row, not on means."""
+    n, failures = len(rows), []
+    limit = PROBE_SHARE * n
+    if not probe.right:
+        for name in correct:
+            hits = _pays_as_much(per[name], gold[name], floors[name])
+            if len(hits) > limit:
+                failures.append(f"{name} pays it as much as the gold on {len(hits)} of {n} rows "
+                                f"({_rows(hits, rows, ids)})")
+    above = [i for i, (t, g) in enumerate(zip(totals, gold_totals)) if t > g + 1e-9]
+    if len(above) > limit:
+        failures.append(f"its total beats the gold's on {len(above)} of {n} rows ({_rows(above, rows, ids)})")
+    return failures
+
+
+def _rows(indices: list[int], rows: list[dict], ids: Sequence[int]) -> str:
+    indices = sorted(indices, key=lambda i: ids[i])
+    shown = ", ".join(f"gold {gold_of(rows[i])!r:.20}" for i in indices[:3])
+    return f"rows {[ids[i] for i in indices[:8]]}{' ...' if len(indices) > 8 else ''}: {shown}"
+
+
+def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], template, probes: Sequence[Probe],
+               ids: Sequence[int] | None = None) -> tuple[dict[str, float], float, list[ProbeResult], dict[str, float]]:
+    """(gold means per reward, gold total, one result per probe, the rewards that gave
+    every completion tried one value: {name: value}). ``ids``: the rows' indices in
+    the dataset, as failures name them."""
+    ids = list(range(len(rows))) if ids is None else ids
     built = [ProbeRow(r, gold_of(r), wrong_answer(gold_of(r)), template) for r in rows]
-    texts = [b.fill(b.gold) for b in built]
-    groups = [texts] + [[p.build(b) for b in built] for p in probes]
-    per, _ = _score(funcs, [t for g in groups for t in g], [r for _ in groups for r in rows])
-    n = len(rows)
+    groups = [[b.fill(b.gold) for b in built]] + [[p.build(b) for b in built] for p in probes]
+    scored, n = _score_all(funcs, weights, groups, rows)
+    names = [f.__name__ for f in funcs]
     correct = {f.__name__ for f in funcs if is_correctness(f)}
+    floors = {f.__name__: (f.range[0] if getattr(f, "range", None) else 0.0) for f in funcs}
 
-    def means(k: int) -> tuple[dict[str, float], float]:
-        m = {f.__name__: _mean(scores[k * n:(k + 1) * n]) for f, scores in zip(funcs, per)}
-        total = sum(w * v for w, v in zip(weights, m.values()) if not math.isnan(v))
-        return m, total
+    def cut(k: int) -> tuple[dict[str, list], list[float]]:
+        return {name: per[k * n:(k + 1) * n] for name, per in zip(names, scored.per_reward)}, \
+            scored.totals[k * n:(k + 1) * n]
 
-    gold, gold_total = means(0)
+    gold, gold_totals = cut(0)
     results = []
     for k, probe in enumerate(probes, start=1):
-        m, total = means(k)
-        failures = []
-        if not probe.right:
-            failures += [f"{name} {m[name]:.2f} >= the gold's {gold[name]:.2f}" for name in m
-                         if name in correct and gold[name] > 0 and m[name] >= gold[name] - 1e-9]
-        if total > gold_total + 1e-9:
-            failures.append(f"total {total:.2f} > the gold's {gold_total:.2f}")
-        results.append(ProbeResult(probe, m, total, failures))
-    return gold, gold_total, results
+        per, totals = cut(k)
+        failures = _judge(probe, rows, ids, per, totals, gold, gold_totals, correct, floors)
+        results.append(ProbeResult(probe, {m: _mean(v) for m, v in per.items()}, _mean(totals), failures))
+    flat = {f.__name__: vals[0] for f, per in zip(funcs, scored.per_reward) if _skipped(f) is None
+            for vals in [[v for v in per if v is not None]] if vals and max(vals) - min(vals) <= 1e-9}
+    return {m: _mean(v) for m, v in gold.items()}, _mean(gold_totals), results, flat
+
+
+def _score_all(funcs: Sequence, weights: Sequence[float], groups: list[list[str]], rows: list[dict]):
+    from .scoring import weighted_totals
+
+    texts = [t for g in groups for t in g]
+    per, _ = _score(funcs, texts, [r for _ in groups for r in rows])
+    return _Scored(per, weighted_totals(per, weights)), len(rows)
+
+
+@dataclass
+class _Scored:
+    per_reward: list[list]
+    totals: list[float]
 
 
 # ------------------------------------------------------------------ the report
@@ -245,16 +331,19 @@ class CheckReport:
     gold_means: dict[str, float]
     gold_total: float
     probes: list[ProbeResult]
+    flat: dict[str, float] = field(default_factory=dict)  # rewards that scored every completion tried alike
 
     @property
     def ok(self) -> bool:
-        return all(g.ok for g in self.gold) and not any(p.failures for p in self.probes)
+        return all(g.ok for g in self.gold) and not any(p.failures for p in self.probes) and not self.flat
 
     def as_dict(self) -> dict:
         return {
             "stage": self.stage, "ok": self.ok, "rows": self.rows,
             "gold_self_test": [{"reward": g.name, "top": g.top, "share_at_top": g.share, "ok": g.ok,
-                                "correctness": g.correctness, "short": g.short[:20]} for g in self.gold],
+                                "correctness": g.correctness, "short": g.short[:20], "skipped": g.skipped}
+                               for g in self.gold],
+            "no_signal": self.flat,
             "probes": {"rows": self.probe_rows, "gold": self.gold_means, "gold_total": self.gold_total,
                        "results": [{"probe": p.probe.name, "description": p.probe.description, "means": p.means,
                                     "total": p.total, "failures": p.failures} for p in self.probes]},
@@ -268,8 +357,8 @@ def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], data
     picked = random.Random(seed).sample(range(len(dataset)), min(probe_rows, len(dataset)))
     sample = [dataset[i] for i in picked]
     gold = gold_self_test(funcs, rows, template)
-    gold_means, gold_total, probes = run_probes(funcs, weights, sample, template, all_probes())
-    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes)
+    gold_means, gold_total, probes, flat = run_probes(funcs, weights, sample, template, all_probes(), picked)
+    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat)
 
 
 def format_report(report: CheckReport) -> str:
@@ -277,6 +366,9 @@ def format_report(report: CheckReport) -> str:
     for g in report.gold:
         mark = "ok  " if g.ok else "FAIL"
         kind = "correctness" if g.correctness else "other"
+        if g.skipped:
+            lines.append(f"  --   {g.name:32} {g.skipped}")
+            continue
         lines.append(f"  {mark} {g.name:32} {g.share:7.1%} at {g.top:g} ({kind})")
         if not g.ok:
             for s in g.short[:5]:
@@ -297,6 +389,9 @@ def format_report(report: CheckReport) -> str:
     failed = [p for p in report.probes if p.failures]
     for p in failed:
         lines.append(f"  {p.probe.name} ({p.probe.description}): {'; '.join(p.failures)}")
+    for name, value in report.flat.items():
+        lines.append(f"  FAIL {name} gives every completion tried {value:.2f}, the gold included: it gives no "
+                     f"learning signal (check its parameters against the system prompt's answer layout)")
     lines.append("\ncheck: " + ("ok" if report.ok else "FAILED (grpo train stops here; --no-check skips it)"))
     return "\n".join(lines)
 

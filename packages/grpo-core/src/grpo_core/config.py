@@ -101,6 +101,9 @@ class HealthSection:
     # keep the trainable weights from before each update in memory to restore them:
     # auto (when they are at most 10 % of the model, e.g. LoRA), true, false
     snapshot: bool | str = "auto"
+    # seconds a reward may take per call (one batch) before its items score None
+    # (counted in rewards/<name>/timeouts); per reward: time_limit: in its entry, or 'NAME within 30s'
+    reward_time_limit: float = 120.0
 
 
 @dataclass
@@ -304,7 +307,7 @@ def _section(data: dict, name: str, cls, where: str):
 
 _CHOICES = {"on_nonfinite": ("stop", "skip"), "snapshot": (True, False, "auto"),
             "fast_generation": (True, False, "auto")}
-_MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1}
+_MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1, "reward_time_limit": 0.001}
 _SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
 _NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -421,10 +424,11 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
         raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
     model, dataset = _model(raw), _dataset(raw)
     environment = _environment(raw)
-    stages = _stages(raw, known, environment)
+    health = _health(raw)
+    stages = _stages(raw, known, environment, health.reward_time_limit)
     return RunConfig(
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
-        stages=stages, health=_health(raw), adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
+        stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
         cli_args=cli_args, explicit=set(training) | set(cli_names), env=env, environment=environment,
     )
 
@@ -522,7 +526,7 @@ def _adaptive(value: Any) -> AdaptiveSection | None:
     return adaptive
 
 
-def _stages(raw: dict, known: set[str], environment=None) -> list[StageSection]:
+def _stages(raw: dict, known: set[str], environment=None, time_limit: float | None = None) -> list[StageSection]:
     """The stages (one, 'main', without a stages list), each with its rewards parsed
     and composed once. An environment that scores rollouts (``get_reward``) may be
     the only reward."""
@@ -531,7 +535,7 @@ def _stages(raw: dict, known: set[str], environment=None) -> list[StageSection]:
     if not stages_raw:
         if rewards is None and not scorers:
             raise ConfigError("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
-        return [_stage("main", [] if rewards is None else rewards, {}, "", scorers)]
+        return [_stage("main", [] if rewards is None else rewards, {}, "", scorers, time_limit)]
     if not isinstance(stages_raw, list):
         raise ConfigError(f"'stages' must be a list of stages, got {stages_raw!r}.")
     stages: list[StageSection] = []
@@ -549,11 +553,12 @@ def _stages(raw: dict, known: set[str], environment=None) -> list[StageSection]:
         _check_training(st, where, known)
         if "reward_weights" in st:
             raise ConfigError(f"{where}set weights in the stage's rewards list, not reward_weights.")
-        stages.append(_stage(name, [] if st_rewards is None else st_rewards, st, where, scorers))
+        stages.append(_stage(name, [] if st_rewards is None else st_rewards, st, where, scorers, time_limit))
     return stages
 
 
-def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str] = ()) -> StageSection:
+def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str] = (),
+           time_limit: float | None = None) -> StageSection:
     """``scorers``: environments whose get_reward TRL adds to the rewards (logged by name)."""
     from .rewards import compose_specs, parse_spec
 
@@ -568,7 +573,7 @@ def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str]
             f"got {specs!r}."
         )
     parsed = [parse_spec(s) for s in specs]
-    funcs = compose_specs(parsed)  # unknown names, bad params and weights fail here
+    funcs = compose_specs(parsed, time_limit)  # unknown names, bad params and weights fail here
     clash = sorted({f.__name__ for f in funcs} & set(scorers))
     if clash:
         raise ConfigError(f"{where}'{clash[0]}' names both a reward and the environment that scores rollouts; TRL "

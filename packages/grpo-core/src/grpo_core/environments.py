@@ -32,26 +32,13 @@ from typing import Any
 
 from . import registry
 from .errors import ConfigError, RewardParamError, SpecError
+from .specs import EnvironmentSpec
+from .specs import parse_environment as parse_spec
 
 COLUMN = "environment"  # the dataset column that picks a row's environment (TRL's dict form)
-SPEC_KEYS = ("name", "params", "weight")
 MIN_TRANSFORMERS_ENV = "5.2.0"  # TRL 1.16: environment_factory
 MIN_TRANSFORMERS_TOOLS = "5.0.0"  # TRL 1.16: tools
 NO_JMESPATH_FROM = "5.13.0"  # older transformers parse tool calls with jmespath
-
-
-@dataclass(frozen=True)
-class EnvironmentSpec:
-    """``name(key=value, ...):weight`` as written; ``weight`` scales its ``get_reward``."""
-
-    name: str
-    params: dict = field(default_factory=dict)
-    weight: float | None = None
-
-    def __str__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        text = f"{self.name}({args})" if args else self.name
-        return text if self.weight is None else f"{text}:{self.weight:g}"
 
 
 @dataclass
@@ -135,54 +122,6 @@ def get_environment(name: str, **params: Any) -> Environment:
 
 
 # --------------------------------------------------------------------------- specs
-
-
-def parse_spec(value: Any, where: str = "environment") -> EnvironmentSpec:
-    """``"name"``, ``"name(k=v, ...)"``, ``"name(...):weight"`` or ``{name, params, weight}``."""
-    if isinstance(value, EnvironmentSpec):
-        return value
-    if isinstance(value, dict):
-        return _spec_from_dict(value, where)
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where} must be an environment name such as 'python' or 'guess_number(max_guesses=5)', "
-                          f"got {value!r}; list them with `grpo envs list`.")
-    from .rewards import _close_paren, _parse_args, _parse_weight
-
-    text = value.strip()
-    cut = min((i for i in (text.find("("), text.find(":")) if i >= 0), default=len(text))
-    name, rest, params = text[:cut].strip(), text[cut:], {}
-    try:
-        if rest.startswith("("):
-            end = _close_paren(rest, 0)
-            params, rest = _parse_args(rest[: end + 1], text), rest[end + 1:].strip()
-        if rest and not rest.startswith(":"):
-            raise SpecError(f"unexpected {rest!r} after the environment in {text!r}; write name(key=value):weight")
-        weight = _parse_weight(rest[1:], text) if rest else None
-    except SpecError as exc:
-        raise ConfigError(f"{where}: {str(exc).replace('reward spec', 'environment')}") from None
-    _check_name(name, where)
-    return EnvironmentSpec(name, params, weight)
-
-
-def _spec_from_dict(value: dict, where: str) -> EnvironmentSpec:
-    unknown = set(value) - set(SPEC_KEYS)
-    if "name" not in value or unknown:
-        raise ConfigError(f"{where} {value!r} must have 'name' and may have 'params' and 'weight'"
-                          + (f"; unknown keys: {', '.join(map(str, sorted(unknown)))}" if unknown else "") + ".")
-    base = parse_spec(str(value["name"]), where)
-    params = value.get("params") or {}
-    if not isinstance(params, dict):
-        raise ConfigError(f"{where}: 'params' of environment '{base.name}' must be a mapping, got {params!r}.")
-    weight = value.get("weight", base.weight)
-    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
-        raise ConfigError(f"{where}: weight {weight!r} of environment '{base.name}' is not a number.")
-    return EnvironmentSpec(base.name, {**base.params, **params}, None if weight is None else float(weight))
-
-
-def _check_name(name: str, where: str) -> None:
-    if not registry.NAME_RE.match(name):
-        raise ConfigError(f"{where}: {name!r} is not an environment name (lower case, e.g. 'python' or "
-                          f"'acme.chess'); list them with `grpo envs list`.")
 
 
 # --------------------------------------------------------------------------- resolving

@@ -5,6 +5,10 @@ themselves, and ``grpo rewards check``, still raise as written):
 
 - an exception on the batch is retried item by item; the items that raise score
   ``None`` (TRL leaves them out), the others keep their scores;
+- a call past the reward's time limit (:mod:`.timelimit`) scores its items
+  ``None``, counted in ``rewards/<name>/timeouts`` and reported once; timeouts
+  count toward ``max_share`` like any failure, so a reward that always hangs
+  stops the run with a checkpoint. ``rewards/<name>/seconds`` is its wall time;
 - a wrong number of scores, a score that is not a number (``"1.0"``, ``["high"]``)
   and NaN/inf are the same kind of failure: ``None`` for the items concerned;
 - failures are counted in the metric ``rewards/<name>/errors`` (per batch), and
@@ -18,12 +22,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable
 
 from .errors import GrpoError
 from .rewards import AsyncReward, Reward
+from .timelimit import RewardTimeout, call_within, report_once
 
 
 class RewardFailure(GrpoError):
@@ -43,31 +49,58 @@ class GuardedReward:
         self.log = log
         self.history: deque = deque(maxlen=max(int(window), 1))  # (failed, items) per batch
         self.errors = 0
+        self.timeouts = 0  # items of the current batch that timed out
         self._seen_kinds: set[str] = set()
 
     # ------------------------------------------------------------ the call
 
     def __call__(self, completions=None, **kwargs):
         n = len(completions or ())
+        started = time.perf_counter()
+        self.timeouts = 0
         try:
-            scores = self.reward(completions=completions, **kwargs)
+            scores = self._within(completions, kwargs)
+        except RewardTimeout as exc:
+            scores = self._timed_out(exc, n)
         except Exception as exc:  # noqa: BLE001 - a reward's bug must not kill the run
             self._note(exc)
-            scores = [self._one(completions, kwargs, i, n) for i in range(n)]
-        return self._finish(scores, n, kwargs)
+            scores = self._items(completions, kwargs, n)
+        return self._finish(scores, n, kwargs, time.perf_counter() - started)
 
-    def _one(self, completions, kwargs, i: int, n: int):
-        """Score item ``i`` alone; None when it raises (and say why, once per kind)."""
-        item = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
-        try:
-            out = self.reward(completions=[completions[i]], **item)
-            return self._single(out)
-        except Exception as exc:  # noqa: BLE001
-            return _Bad(self._note(exc))
+    @property
+    def time_limit(self) -> float | None:
+        return getattr(self.reward, "time_limit", None)
+
+    def _within(self, completions, kwargs):
+        return call_within(self.time_limit, lambda: self.reward(completions=completions, **kwargs),
+                           f"reward '{self.__name__}'")
+
+    def _timed_out(self, exc: RewardTimeout, n: int) -> list:
+        self.timeouts += n
+        report_once(self.__name__, self.source, exc, self.log)
+        return [_Bad("timeout")] * n
+
+    def _items(self, completions, kwargs, n: int) -> list:
+        """Each item alone after the batch raised; once one item times out, the rest
+        score None unscored (one time limit per batch, not one per item)."""
+        out = []
+        for i in range(n):
+            if self.timeouts:
+                out.append(_Bad("timeout"))
+                self.timeouts += 1
+                continue
+            item = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
+            try:
+                out.append(self._single(self._within([completions[i]], item)))
+            except RewardTimeout as exc:
+                out.extend(self._timed_out(exc, 1))
+            except Exception as exc:  # noqa: BLE001
+                out.append(_Bad(self._note(exc)))
+        return out
 
     # ------------------------------------------------------------ checking the scores
 
-    def _finish(self, scores, n: int, kwargs: dict) -> list:
+    def _finish(self, scores, n: int, kwargs: dict, seconds: float = 0.0) -> list:
         if not isinstance(scores, (list, tuple)) or len(scores) != n:
             got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"{type(scores).__name__} {scores!r:.80}"
             self._kind(f"returned {got} for {n} completions", "wrong length")
@@ -82,7 +115,9 @@ class GuardedReward:
         self.errors += failed
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
-            log_metric(f"rewards/{self.__name__}/errors", float(failed))
+            log_metric(f"rewards/{self.__name__}/errors", float(failed - self.timeouts))
+            log_metric(f"rewards/{self.__name__}/timeouts", float(self.timeouts))
+            log_metric(f"rewards/{self.__name__}/seconds", seconds)
         self._check_share(failed, n)
         return out
 
@@ -140,13 +175,21 @@ class AsyncGuardedReward(GuardedReward):
     """The same policy around an ``async def`` reward."""
 
     async def __call__(self, completions=None, **kwargs):
+        """Limited by ``asyncio.wait_for``: a coroutine that awaits is cancelled at its
+        limit; one that blocks its event loop cannot be."""
+        import asyncio
+
         n = len(completions or ())
+        started = time.perf_counter()
+        self.timeouts = 0
         try:
-            scores = await self.reward(completions=completions, **kwargs)
+            scores = await asyncio.wait_for(self.reward(completions=completions, **kwargs), self.time_limit or None)
+        except asyncio.TimeoutError:
+            scores = self._timed_out(RewardTimeout(self.time_limit or 0.0), n)
         except Exception as exc:  # noqa: BLE001
             self._note(exc)
             scores = [await self._one_async(completions, kwargs, i, n) for i in range(n)]
-        return self._finish(scores, n, kwargs)
+        return self._finish(scores, n, kwargs, time.perf_counter() - started)
 
     async def _one_async(self, completions, kwargs, i: int, n: int):
         item = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}

@@ -1,29 +1,26 @@
-"""Rewards by name: ``get_reward``, ``compose_rewards`` and the spec syntax.
+"""Rewards by name: ``get_reward``, ``compose_rewards``, and :class:`Reward`, a
+registered function bound to its parameters and what its registration declared.
 
-A spec is ``REF``, ``REF:weight`` or ``REF(key=value, ...):weight``, optionally
-followed by ``when <reward> <op> <number>`` (see :mod:`grpo_core.gating`). REF is
-a registered name (``math.correctness``), a function in a file
-(``my_rewards.py:has_digit``) or in a module (TRL's ``my_lib.rewards.has_digit``,
-when no plugin registered that name); see
-:mod:`grpo_core.local_rewards`. Values are Python literals read with
-``ast.literal_eval`` (never evaluated).
+Specs (``name(key=value):weight when ... within 30s``) are parsed by
+:mod:`grpo_core.specs`; a reference is a registered name (``math.correctness``),
+a function in a file (``my_rewards.py:has_digit``) or in a module (TRL's
+``my_lib.rewards.has_digit``, when no plugin registered that name; see
+:mod:`grpo_core.local_rewards`).
 """
 
 from __future__ import annotations
 
-import ast
 import inspect
 import math
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import registry
 from .errors import RewardParamError, SpecError
 from .params import TRL_KWARGS, bind_params, split_signature
-
-MAX_SPEC_CHARS = 10_000
+from .specs import RewardSpec, parse_spec
+from .timelimit import DEFAULT_SECONDS as DEFAULT_TIME_LIMIT
 
 
 class Reward:
@@ -39,12 +36,15 @@ class Reward:
         return super().__new__(cls)
 
     def __init__(self, name: str, func: Callable, params: dict | None = None, description: str = "",
-                 logged_name: str | None = None, *, correctness: bool = False, value_range=None, source: str = ""):
+                 logged_name: str | None = None, *, correctness: bool = False, value_range=None, source: str = "",
+                 time_limit: float | None = DEFAULT_TIME_LIMIT):
         self.__name__ = logged_name or name
         self.__qualname__ = self.__name__
         self.name = name
         self.correctness = bool(correctness)  # full marks mean "the answer is right" (declared when registered)
         self.source = source  # "plugin 'x' (distribution y)", or "" for a function of one's own
+        self.time_limit = time_limit  # seconds per call (grpo_core.timelimit); None: no limit
+        self.timed_out = False  # outside training (checks, scoring), a reward that timed out is not called again
         self.condition = None  # gating: counts only where condition holds on self.gate's score
         self.gate = None
         self.memo = None  # set when another reward is gated on this one
@@ -85,12 +85,12 @@ class Reward:
 
     def __reduce__(self):
         return (_rebuild, (self.name, self.func, self.params, self.description, self.__name__, self.correctness,
-                           self._declared_range, self.source))
+                           self._declared_range, self.source, self.time_limit))
 
 
-def _rebuild(name, func, params, description, logged, correctness, value_range, source) -> Reward:
+def _rebuild(name, func, params, description, logged, correctness, value_range, source, time_limit) -> Reward:
     return Reward(name, func, params, description, logged, correctness=correctness, value_range=value_range,
-                  source=source)
+                  source=source, time_limit=time_limit)
 
 
 def _bound_range(name: str, declared, params: dict) -> tuple[float, float] | None:
@@ -117,188 +117,20 @@ def _target(func: Callable) -> Callable:
     return func if inspect.isroutine(func) or not callable(func) else func.__call__
 
 
-@dataclass(frozen=True)
-class RewardSpec:
-    name: str  # as written: a registered name, file.py:func or module.func
-    params: dict[str, Any] = field(default_factory=dict)
-    weight: float = 1.0
-    when: Any = None  # a gating.Condition
-    alias: str | None = None  # the logged name, when given (YAML 'as:')
-
-    def __str__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        text = f"{self.name}({args}):{self.weight:g}" if args else f"{self.name}:{self.weight:g}"
-        return text + (f" when {self.when}" if self.when is not None else "")
-
-    def as_config(self) -> str | dict:
-        """What config.yaml records: the string form, or a mapping when it has an alias."""
-        if self.alias is None:
-            return str(self)
-        out: dict[str, Any] = {"name": self.name, "weight": self.weight, "as": self.alias}
-        if self.params:
-            out["params"] = dict(self.params)
-        if self.when is not None:
-            out["when"] = str(self.when)
-        return out
-
-
-_WEIGHT_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-
-
-def _parse_weight(text: str, spec: str) -> float:
-    text = text.strip()
-    if not _WEIGHT_RE.match(text):
-        raise SpecError(
-            f"weight {text!r} in reward spec {spec!r} is not a number; "
-            f"write e.g. 'math.correctness:2.0'."
-        )
-    return float(text)
-
-
-def _close_paren(spec: str, start: int) -> int:
-    """Index of the ')' matching the '(' at ``start``, skipping quoted strings."""
-    depth, quote, i = 0, None, start
-    while i < len(spec):
-        ch = spec[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise SpecError(f"reward spec {spec!r} has an unclosed '('; write name(key=value, ...).")
-
-
-def parse_spec(spec: str | dict | RewardSpec) -> RewardSpec:
-    """Parse ``"REF"``, ``"REF:w"``, ``"REF(k=v, ...):w"``, each optionally followed by
-    ``when <reward> <op> <number>``, or a mapping ``{"name": ..., "weight": ...,
-    "params": {...}, "when": ..., "as": ...}``."""
-    if isinstance(spec, RewardSpec):
-        return spec
-    if isinstance(spec, dict):
-        return _from_dict(spec)
-    if not isinstance(spec, str):
-        raise SpecError(f"reward spec must be a string or a mapping, got {type(spec).__name__} {spec!r}.")
-    text = spec.strip()
-    if not text:
-        raise SpecError("empty reward spec; write a reward name such as 'math.correctness'.")
-    if len(text) > MAX_SPEC_CHARS:
-        raise SpecError(f"reward spec of {len(text)} characters is longer than {MAX_SPEC_CHARS}.")
-    name, rest = _split_name(text)
-    params: dict[str, Any] = {}
-    if rest.startswith("("):
-        end = _close_paren(rest, 0)
-        params = _parse_args(rest[: end + 1], text)
-        rest = rest[end + 1 :]
-    head, *cond = _WHEN_SPLIT_RE.split(rest, maxsplit=1)
-    head = head.strip()
-    weight = 1.0
-    if head:
-        if not head.startswith(":"):
-            raise SpecError(f"unexpected {head!r} in reward spec {spec!r}; only ':weight' may follow the name "
-                            f"(and then 'when <reward> >= <number>').")
-        weight = _parse_weight(head[1:], spec)
-    _check_name(name, spec)
-    return RewardSpec(name, params, weight, _condition(cond[0], text) if cond else None)
-
-
-_WHEN_SPLIT_RE = re.compile(r"(?:^|\s+)when\s+")
-
-
-def _split_name(text: str) -> tuple[str, str]:
-    """(the reference, the rest): ``file.py:func`` keeps its colon."""
-    from .local_rewards import LOCAL_REF_RE
-
-    m = LOCAL_REF_RE.match(text)
-    if m:
-        return m["ref"].strip(), text[m.end():].strip()
-    m = re.match(r"[^\s(:]*", text)
-    return m.group(0), text[m.end():].strip()
-
-
-def _condition(text: str, spec: str):
-    from .gating import parse_condition
-
-    return parse_condition(text, spec)
-
-
-def _check_name(name: str, spec: str) -> None:
-    from .local_rewards import IMPORT_PATH_RE, is_local_ref
-
-    if not (registry.DOTTED_NAME_RE.match(name) or IMPORT_PATH_RE.match(name) or is_local_ref(name)):
-        raise SpecError(
-            f"reward {name!r} in spec {spec!r} is not of the form <namespace>.<name> in lower case "
-            f"(a registered reward, e.g. 'format.xml_strict'), nor a function of your own "
-            f"(my_rewards.py:has_digit or my_lib.rewards.has_digit)."
-        )
-
-
-def _parse_args(args: str, spec: str) -> dict[str, Any]:
-    try:
-        tree = ast.parse("f" + args, mode="eval")
-    except SyntaxError as exc:
-        raise SpecError(f"cannot parse the parameters {args!r} of reward spec {spec!r}: {exc.msg}.") from None
-    call = tree.body
-    if not isinstance(call, ast.Call) or call.args:
-        raise SpecError(f"parameters in reward spec {spec!r} must be key=value pairs, e.g. name(target=300).")
-    params: dict[str, Any] = {}
-    for kw in call.keywords:
-        if kw.arg is None:
-            raise SpecError(f"'**' is not allowed in reward spec {spec!r}.")
-        try:
-            params[kw.arg] = ast.literal_eval(kw.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise SpecError(
-                f"value of '{kw.arg}' in reward spec {spec!r} is not a Python literal "
-                f"(numbers, strings in quotes, True/False/None, lists, dicts): "
-                f"{ast.get_source_segment('f' + args, kw.value)!r}."
-            ) from None
-    return params
-
-
-def _from_dict(spec: dict) -> RewardSpec:
-    unknown = set(spec) - {"name", "weight", "params", "when", "as"}
-    if "name" not in spec or unknown:
-        raise SpecError(
-            f"reward entry {spec!r} must have 'name' and may have 'weight', 'params', 'when' and 'as'"
-            + (f"; unknown keys: {', '.join(sorted(unknown))}" if unknown else "")
-            + "."
-        )
-    base = parse_spec(str(spec["name"]))
-    params = dict(base.params)
-    extra = spec.get("params") or {}
-    if not isinstance(extra, dict):
-        raise SpecError(f"'params' of reward '{base.name}' must be a mapping, got {extra!r}.")
-    params.update(extra)
-    weight = spec.get("weight", base.weight)
-    if isinstance(weight, str):
-        weight = _parse_weight(weight, str(spec))
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise SpecError(f"weight {weight!r} of reward '{base.name}' is not a number.")
-    when = _condition(str(spec["when"]), str(spec)) if spec.get("when") is not None else base.when
-    alias = spec.get("as")
-    if alias is not None and not (isinstance(alias, str) and re.fullmatch(r"[\w.\-()=, ]{1,100}", alias)):
-        raise SpecError(f"'as' of reward '{base.name}' must be a short name (letters, digits, . _ -), got {alias!r}.")
-    return RewardSpec(base.name, params, float(weight), when, alias)
-
-
 def validate(reward: Reward) -> Reward:
     """Call ``reward`` on an empty batch so parameter checks inside the function
-    (``target=0``, a bad schema) fail now, before any model loads."""
+    (``target=0``, a bad schema) fail now, before any model loads. A reward that
+    runs past its time limit here is reported once and not called again outside
+    training."""
     if isinstance(reward, AsyncReward):
         return reward
     from .scoring import call_reward
+    from .timelimit import RewardTimeout
 
     try:
         call_reward(reward, [], {c: [] for c in reward.required_columns}, [], [])
+    except RewardTimeout:
+        pass  # call_reward reported it and marked the reward
     except (ValueError, TypeError) as exc:
         args = ", ".join(f"{k}={v!r}" for k, v in reward.params.items())
         raise RewardParamError(f"reward '{reward.name}({args})' rejects its parameters: {exc}") from None
@@ -324,8 +156,9 @@ def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[lis
     return compose_specs(parsed), [p.weight for p in parsed]
 
 
-def compose_specs(parsed: list[RewardSpec]) -> list[Reward]:
-    """The rewards of parsed specs: resolved, bound, checked, named for logging, gated."""
+def compose_specs(parsed: list[RewardSpec], time_limit: float | None = DEFAULT_TIME_LIMIT) -> list[Reward]:
+    """The rewards of parsed specs: resolved, bound, checked, named for logging, gated.
+    ``time_limit``: seconds per call for a spec that sets none (``health.reward_time_limit``)."""
     from .gating import link
 
     if not parsed:
@@ -335,7 +168,8 @@ def compose_specs(parsed: list[RewardSpec]) -> list[Reward]:
             raise SpecError(f"weight of reward '{p.name}' must be finite, got {p.weight}.")
     resolved = [resolve(p.name) for p in parsed]
     logged = logged_names(parsed, [r.name for r in resolved])
-    funcs = [validate(r.bind(p.params, logged_name=log)) for p, r, log in zip(parsed, resolved, logged)]
+    funcs = [validate(r.bind(p.params, log, time_limit if p.time_limit is None else p.time_limit))
+             for p, r, log in zip(parsed, resolved, logged)]
     link(funcs, [p.when for p in parsed], [p.name for p in parsed])
     if any(isinstance(f, AsyncReward) and (f.memo or f.condition) for f in funcs):
         raise SpecError("an async reward cannot gate or be gated yet; use plain (def) rewards there.")
@@ -353,9 +187,10 @@ class Resolved:
     range: Any = None  # (low, high), or a function of the parameters returning one
     source: str = ""  # the plugin and distribution; "" for a function of one's own
 
-    def bind(self, params: dict | None = None, logged_name: str | None = None) -> Reward:
+    def bind(self, params: dict | None = None, logged_name: str | None = None,
+             time_limit: float | None = DEFAULT_TIME_LIMIT) -> Reward:
         return Reward(self.name, self.func, params, self.description, logged_name, correctness=self.correctness,
-                      value_range=self.range, source=self.source)
+                      value_range=self.range, source=self.source, time_limit=time_limit)
 
 
 # TRL's own answer-checking rewards, as `trl grpo` names them (import paths here)

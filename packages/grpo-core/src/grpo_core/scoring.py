@@ -100,20 +100,35 @@ def _ignore(*args, **kwargs) -> None:
 
 def call_reward(reward, completions: list, columns: dict[str, list], prompts: list | None = None,
                 completion_ids: list | None = None, log_extra=_ignore, log_metric=_ignore) -> list[float | None]:
-    """Call ``reward`` exactly as TRL does (keywords only, every column)."""
-    values = reward(
-        prompts=prompts if prompts is not None else [None] * len(completions),
-        completions=completions,
-        completion_ids=completion_ids,
-        trainer_state=None,
-        log_metric=log_metric,
-        log_extra=log_extra,
-        **columns,
-    )
-    if hasattr(values, "__await__"):
-        import asyncio
+    """Call ``reward`` exactly as TRL does (keywords only, every column), within its
+    time limit: past it, :class:`~grpo_core.timelimit.RewardTimeout` is raised, the
+    reward is reported once and marked ``timed_out`` (callers then skip it)."""
+    from .timelimit import RewardTimeout, call_within, report_once
 
-        values = asyncio.run(values)
+    def call():
+        values = reward(
+            prompts=prompts if prompts is not None else [None] * len(completions),
+            completions=completions,
+            completion_ids=completion_ids,
+            trainer_state=None,
+            log_metric=log_metric,
+            log_extra=log_extra,
+            **columns,
+        )
+        if hasattr(values, "__await__"):
+            import asyncio
+
+            values = asyncio.run(values)
+        return values
+
+    name = getattr(reward, "__name__", "reward")
+    try:
+        values = call_within(getattr(reward, "time_limit", None), call, f"reward '{name}'")
+    except RewardTimeout as exc:
+        if hasattr(reward, "timed_out"):
+            reward.timed_out = True
+        report_once(name, getattr(reward, "source", ""), exc)
+        raise
     values = list(values)
     if len(values) != len(completions):
         raise ValueError(
@@ -143,7 +158,10 @@ def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, ro
     """Score a batch the way TRL does: each reward called once, with every dataset
     column of ``rows`` (one row per completion) or ``columns``, the prompts and the
     token ids. ``skip_model_rewards``: a reward that needs a model (a reward model)
-    scores None instead of loading it."""
+    scores None instead of loading it. A reward past its time limit scores None here, and
+    in every later batch (it is reported once; training calls it every step)."""
+    from .timelimit import RewardTimeout
+
     if columns is None:
         keys = [k for k in (rows[0] if rows else {}) if k not in ROW_ONLY]
         columns = {k: [r.get(k) for r in rows] for k in keys}
@@ -156,9 +174,15 @@ def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, ro
     def log_metric(name: str, value: float) -> None:
         metrics.setdefault(name, []).append(float(value))
 
-    per_reward = [[None] * len(completions) if skip_model_rewards and needs_model(f)
-                  else call_reward(f, completions, columns, prompts, completion_ids, log_extra, log_metric)
-                  for f in funcs]
+    per_reward = []
+    for f in funcs:
+        if (skip_model_rewards and needs_model(f)) or getattr(f, "timed_out", False):
+            per_reward.append([None] * len(completions))
+            continue
+        try:
+            per_reward.append(call_reward(f, completions, columns, prompts, completion_ids, log_extra, log_metric))
+        except RewardTimeout:
+            per_reward.append([None] * len(completions))
     return ScoredBatch(per_reward, weighted_totals(per_reward, weights), extras, metrics)
 
 
