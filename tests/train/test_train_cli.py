@@ -40,7 +40,7 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_continues_at_the_next_step(grpo, t
     from .conftest import INTERRUPT
 
     INTERRUPT["at_call"] = 2  # Ctrl-C during step 2
-    args = (TINY, "--max_steps", "4", "--rewards", "test.digits", "test.interrupt")
+    args = (TINY, "--max_steps", "4", "--rewards", "test.digits", "test.interrupt:0")
     code, out, err = grpo(*args)
     assert code == 130, out + err
     run = tmp_path / "out"
@@ -65,7 +65,7 @@ def test_sigterm_checkpoints_like_ctrl_c_and_exits_143(grpo, tmp_path):
 
     INTERRUPT.update(at_call=2, signal="SIGTERM")  # a cluster preempting the job during step 2
     before = signal.getsignal(signal.SIGTERM)
-    args = (TINY, "--max_steps", "3", "--rewards", "test.digits", "test.interrupt")
+    args = (TINY, "--max_steps", "3", "--rewards", "test.digits", "test.interrupt:0")
     code, out, err = grpo(*args)
     assert code == 143, out + err
     assert "Interrupted (SIGTERM)" in err and "--resume" in out + err

@@ -80,7 +80,7 @@ def test_trl_flags_on_the_command_line(trl_dir, tiny_model):
                              "--lora_r", "8", "--learning_rate", "1e-5"])
     assert cfg.model.id == str(tiny_model) and cfg.lora["r"] == 8 and cfg.lora["lora_alpha"] == 32
     assert [str(spec) for spec in cfg.stages[0].rewards] == ["trl.rewards.accuracy_reward:1", "my_rewards.has_digit:1"]
-    assert cfg.cli_args == ["--learning_rate", "1e-5"]  # GRPOConfig's stay for TRL's parser
+    assert cfg.cli == {"learning_rate": 1e-5}  # GRPOConfig's, typed as its field (a float) when read
 
 
 @pytest.mark.parametrize("extra, both", [

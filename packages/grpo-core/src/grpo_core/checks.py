@@ -300,7 +300,8 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
         per, totals = cut(k)
         failures = _judge(probe, rows, ids, per, totals, gold, gold_totals, correct, floors)
         results.append(ProbeResult(probe, {m: _mean(v) for m, v in per.items()}, _mean(totals), failures))
-    flat = {f.__name__: vals[0] for f, per in zip(funcs, scored.per_reward) if _skipped(f) is None
+    flat = {f.__name__: vals[0] for f, w, per in zip(funcs, weights, scored.per_reward)
+            if w != 0 and _skipped(f) is None  # weight 0 logs a reward, it is not meant to teach
             for vals in [[v for v in per if v is not None]] if vals and max(vals) - min(vals) <= 1e-9}
     return {m: _mean(v) for m, v in gold.items()}, _mean(gold_totals), results, flat
 
@@ -427,13 +428,6 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
     return reports
 
 
-def _cli_seed(cli_args: list[str]) -> int:
-    """``--seed`` among GRPOConfig's command-line values (read by the one flag parser), else TRL's 42."""
-    from .config import flag_value, flag_values
-
-    return next((flag_value(v) for k, v in reversed(flag_values(cli_args)) if k == "seed"), 42)
-
-
 def _stages(cfg, columns: list[str]) -> list[tuple]:
     """(name, funcs, weights, seed) per stage, checked against the dataset's columns."""
     from .data import check_columns
@@ -442,7 +436,7 @@ def _stages(cfg, columns: list[str]) -> list[tuple]:
     for stage in cfg.stages:
         funcs, weights = stage.funcs, stage.weights
         check_columns(columns, funcs, f"dataset '{cfg.dataset.name}'")
-        seed = stage.training.get("seed", cfg.training.get("seed", _cli_seed(cfg.cli_args)))
+        seed = cfg.value(stage, "seed", 42)  # TRL's default
         out.append((stage.name, funcs, weights, int(seed)))
     return out
 

@@ -131,7 +131,8 @@ class StageSection:
 @dataclass
 class RunConfig:
     """A parsed, checked configuration. ``training`` holds the YAML's GRPOConfig
-    values; ``cli_args`` the command-line ones, parsed by HfArgumentParser later."""
+    values; ``cli`` the command line's, typed by GRPOConfig's fields (parsed once,
+    here); command-line values apply to every stage, over the stage's own."""
 
     path: str | None
     model: ModelSection
@@ -142,7 +143,7 @@ class RunConfig:
     health: HealthSection
     adaptive: AdaptiveSection | None
     training: dict
-    cli_args: list[str]
+    cli: dict
     explicit: set[str]  # GRPOConfig fields the user set (YAML or command line)
     env: dict = field(default_factory=dict)  # environment variables the config sets (apply_env)
     environment: Any = None  # environments.EnvironmentSection: tools and multi-turn rollouts, or None
@@ -151,14 +152,22 @@ class RunConfig:
     def multi_stage(self) -> bool:
         return len(self.stages) > 1 or self.stages[0].name != "main"
 
+    def value(self, stage: StageSection, name: str, default: Any = None) -> Any:
+        """A GRPOConfig value as the user set it: the command line, the stage, the YAML."""
+        for source in (self.cli, stage.training, self.training):
+            if name in source:
+                return source[name]
+        return default
+
 
 # --------------------------------------------------------------------------- parsing
 
 
-def field_names(cls_path: str, *dists: str) -> list[str]:
-    """The init fields of the dataclass ``module:Class``, kept per installed version of
-    ``dists`` under the cache dir: importing TRL or peft takes seconds on 2 cores and a
-    config check needs only the names (``grpo check`` then imports neither)."""
+def field_kinds(cls_path: str, *dists: str) -> dict[str, str]:
+    """The init fields of the dataclass ``module:Class`` and the kind of value each takes
+    (bool, int, float, list, text), kept per installed version of ``dists`` under the
+    cache dir: importing TRL or peft takes seconds on 2 cores and a config check needs
+    only these (``grpo check`` then imports neither)."""
     import importlib
     import json
     from importlib.metadata import version
@@ -166,26 +175,85 @@ def field_names(cls_path: str, *dists: str) -> list[str]:
     from .models import cache_dir
 
     tag = "-".join(f"{d}{version(d)}" for d in dists)
-    path = cache_dir("config") / f"{cls_path.replace(':', '.')}-{tag}.json"
+    path = cache_dir("config") / f"{cls_path.replace(':', '.')}-{tag}.kinds.json"
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         pass
     module, name = cls_path.split(":")
-    names = sorted(f.name for f in dataclasses.fields(getattr(importlib.import_module(module), name)) if f.init)
+    kinds = {f.name: _kind(f.type) for f in dataclasses.fields(getattr(importlib.import_module(module), name))
+             if f.init}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(names))
+        tmp.write_text(json.dumps(kinds, sort_keys=True))
         tmp.replace(path)
     except OSError:
         pass  # an unwritable cache only costs the import next time
-    return names
+    return kinds
+
+
+def _kind(annotation: Any) -> str:
+    text = str(annotation).replace("<class '", "").replace("'>", "")
+    parts = {p.strip() for p in text.replace("typing.", "").replace("Optional[", "").rstrip("]").split("|")}
+    parts.discard("None")
+    if parts == {"bool"}:
+        return "bool"
+    if parts == {"int"}:
+        return "int"
+    if parts == {"float"}:
+        return "float"
+    if any(p.startswith("list[") for p in parts) and not parts & {"str", "dict"}:
+        return "list"
+    return "text"
+
+
+def field_names(cls_path: str, *dists: str) -> list[str]:
+    return sorted(field_kinds(cls_path, *dists))
 
 
 def grpo_fields() -> list[str]:
     """GRPOConfig's field names."""
     return field_names("trl:GRPOConfig", "trl", "transformers")
+
+
+def cli_values(flags: list[tuple[str, list[str]]], kinds: dict[str, str]) -> dict[str, Any]:
+    """Command-line values typed as GRPOConfig's fields take them (what HfArgumentParser
+    does: ``--learning_rate 1e-5`` is a float, ``--bf16`` alone is true)."""
+    out: dict[str, Any] = {}
+    for key, values in flags:
+        kind = kinds.get(key, "text")
+        try:
+            out[key] = _typed(kind, values)
+        except ValueError:
+            raise ConfigError(f"command line: --{key} {' '.join(values)!r} is not {_NOUN_OF[kind]}.") from None
+    return out
+
+
+_NOUN_OF = {"bool": "true or false", "int": "a whole number", "float": "a number", "list": "a list",
+            "text": "a value"}
+
+
+def _typed(kind: str, values: list[str]) -> Any:
+    if kind == "bool":
+        if not values:
+            return True
+        word = values[0].strip().lower()
+        if len(values) != 1 or word not in ("true", "false", "yes", "no", "1", "0"):
+            raise ValueError
+        return word in ("true", "yes", "1")
+    if kind in ("int", "float"):
+        if len(values) != 1:
+            raise ValueError
+        if values[0].strip().lower() == "none":
+            return None
+        return int(values[0]) if kind == "int" else float(values[0])
+    if kind == "list":
+        items = [_yaml_value(v) for v in values]
+        return [i for item in items for i in (item if isinstance(item, list) else [item])]
+    if len(values) == 1:
+        return values[0] if values[0].strip().lower() != "none" else None
+    return list(values) if values else True
 
 
 def _unknown_key(key: str, where: str, known: list[str]) -> ConfigError:
@@ -254,11 +322,10 @@ def flag_value(values: list[str]) -> Any:
     return _yaml_value(values[0]) if len(values) == 1 else [_yaml_value(v) for v in values]
 
 
-def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[str]]:
-    """``(our overrides {dotted key: value}, GRPOConfig args for HfArgumentParser, their names)``."""
+def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[tuple[str, list[str]]]]:
+    """``(our overrides {dotted key: value}, the other flags as (name, raw values))``."""
     ours: dict[str, Any] = {}
-    trl_args: list[str] = []
-    trl_names: set[str] = set()
+    others: list[tuple[str, list[str]]] = []
     for key, values in flag_values(tokens):
         if key.split(".", 1)[0] in SECTIONS or key.split(".", 1)[0] == "env":
             if key in ("rewards", "tools"):  # specs stay text (a list given as one YAML value aside)
@@ -266,9 +333,8 @@ def split_overrides(tokens: list[str]) -> tuple[dict[str, Any], list[str], set[s
             else:
                 ours[key] = flag_value(values)
         else:
-            trl_names.add(key)
-            trl_args += [f"--{key}", *values]
-    return ours, trl_args, trl_names
+            others.append((key, values))
+    return ours, others
 
 
 def _set_dotted(data: dict, dotted: str, value: Any) -> None:
@@ -373,28 +439,20 @@ def _check_lora(lora: dict) -> None:
         raise ConfigError(f"lora.lora_dropout is {dropout!r}; it must be a number in [0, 1).")
 
 
-def _take_trl_args(raw: dict, cli_args: list[str], cli_names: set[str]) -> None:
+def _take_trl_args(raw: dict, flags: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
     """`trl grpo`'s script/model/dataset flags on the command line (--model_name_or_path
-    X, --reward_funcs a b) join the YAML's before translation; GRPOConfig's stay."""
+    X, --reward_funcs a b) join the YAML's before translation; GRPOConfig's are returned."""
     from .trl_compat import KEYS
 
-    if not cli_names & set(KEYS):
-        return
-    kept, i = [], 0
-    while i < len(cli_args):
-        name = cli_args[i][2:]
-        j = i + 1
-        while j < len(cli_args) and not cli_args[j].startswith("--"):
-            j += 1
-        values = [_yaml_value(v) for v in cli_args[i + 1:j]]
-        if name in KEYS:
-            raw[name] = values if name in ("reward_funcs", "lora_target_modules", "lora_modules_to_save") else (
-                values[0] if len(values) == 1 else (True if not values else values))
-            cli_names.discard(name)
-        else:
-            kept += cli_args[i:j]
-        i = j
-    cli_args[:] = kept
+    kept = []
+    for name, values in flags:
+        if name not in KEYS:
+            kept.append((name, values))
+            continue
+        parsed = [_yaml_value(v) for v in values]
+        raw[name] = parsed if name in ("reward_funcs", "lora_target_modules", "lora_modules_to_save") else (
+            parsed[0] if len(parsed) == 1 else (True if not parsed else parsed))
+    return kept
 
 
 def _check_training(values: dict, where: str, known: dict) -> None:
@@ -408,17 +466,20 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     can be checked without a model: option names, rewards, dataset name. Nothing
     is changed outside the returned config (``apply_env`` sets its ``env``)."""
     raw = copy.deepcopy(data) if data is not None else (_read_yaml(path) if path else {})
-    ours, cli_args, cli_names = split_overrides(list(overrides))
+    ours, flags = split_overrides(list(overrides))
     for dotted, value in ours.items():
         _set_dotted(raw, dotted, value)
     env = _env(raw)
     from .trl_compat import translate
 
-    _take_trl_args(raw, cli_args, cli_names)
+    flags = _take_trl_args(raw, flags)
     translate(raw)
-    known = set(grpo_fields())
+    kinds = field_kinds("trl:GRPOConfig", "trl", "transformers")
+    known = set(kinds)
     training = {k: v for k, v in raw.items() if k not in SECTIONS}
+    cli_names = {name for name, _ in flags}
     _check_top_level(training, cli_names, known)
+    cli = cli_values(flags, kinds)
     lora, merge = _lora(raw.get("lora"))
     if merge and lora is None:
         raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
@@ -429,7 +490,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     return RunConfig(
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
         stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
-        cli_args=cli_args, explicit=set(training) | set(cli_names), env=env, environment=environment,
+        cli=cli, explicit=set(training) | set(cli), env=env, environment=environment,
     )
 
 

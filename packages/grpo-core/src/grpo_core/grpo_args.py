@@ -1,5 +1,6 @@
 """The GRPOConfig of a stage, built from a parsed :class:`~grpo_core.config.RunConfig`:
-TRL's own ``TrlParser`` over the YAML's values, the stage's and the command line's;
+TRL's own ``TrlParser`` over the YAML's values, the stage's and the command line's
+(typed when the config was read);
 the device and logging chosen where the user did not; values TRL would only fail on
 mid-run, vLLM and logging integrations checked before any model loads."""
 
@@ -55,6 +56,7 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
         values["bf16"] = False
     values.update(cfg.training)
     values.update(stage.training)
+    values.update(cfg.cli)
     if output_dir is not None:
         values["output_dir"] = output_dir
     if reward_weights is None:
@@ -66,11 +68,9 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     if unused:
         raise _unknown_key(unused[0], "", sorted(grpo_fields()))
     try:
-        (args,) = parser.parse_args_into_dataclasses(args=list(cfg.cli_args))
+        (args,) = parser.parse_args_into_dataclasses(args=[])
     except SystemExit:
-        raise ConfigError(
-            f"could not parse the command-line overrides {' '.join(cfg.cli_args)!r} (see the message above)."
-        ) from None
+        raise ConfigError("could not read the training options (see the message above).") from None
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"invalid training options: {exc}") from None
     if output_dir is not None:
