@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import yaml
 
-from grpo_core.commands.eval import eval_prompts, eval_sampling
+from grpo_core.commands.eval import eval_sampling
 from grpo_core.config import load_config
-from grpo_core.train import build_datasets, plan
+from grpo_core.prepare import build_datasets, plan, prepare
 
 
 def test_eval_prompts_and_sampling_equal_trainings(installed_plugins, tmp_path, monkeypatch):
@@ -22,7 +22,7 @@ def test_eval_prompts_and_sampling_equal_trainings(installed_plugins, tmp_path, 
         "chat_template_kwargs": {"enable_thinking": False}, "report_to": []}))
     cfg = load_config(path)
     train, _ = build_datasets(cfg)
-    held = eval_prompts(cfg, "test", limit=4)
+    held = prepare(cfg, check=False, eval_split="test").eval_ds.select(range(4))  # as grpo eval builds them
     assert len(held) == 4 and len(train) == 18  # 2 rows became the few-shot examples
     shared = train[0]["prompt"][:-1]  # system prompt + 2 few-shot (user, assistant) turns
     assert [m["role"] for m in shared] == ["system", "user", "assistant", "user", "assistant"]

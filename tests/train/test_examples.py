@@ -11,7 +11,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.mark.parametrize("name, steps", [("quickstart.yaml", [20]), ("two-stage.yaml", [10, 10])])
 def test_cpu_examples_pass_the_dry_run(installed_plugins, name, steps, monkeypatch):
     from grpo_core.config import load_config
-    from grpo_core.train import build_datasets, lora_config, plan
+    from grpo_core.prepare import build_datasets, lora_config, plan
 
     cfg = load_config(EXAMPLES / name)
     train_ds, _ = build_datasets(cfg)

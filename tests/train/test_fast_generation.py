@@ -54,7 +54,7 @@ def test_enable_fast_generation_sets_a_static_cache_and_compiles():
 )
 def test_fast_generation_setting(toy_plugin, tiny_model, setting, device, extra, expected):
     from grpo_core.grpo_args import training_args
-    from grpo_core.train import fast_generation
+    from grpo_core.prepare import fast_generation
 
     cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.fast_generation", setting, *extra])
     args = training_args(cfg, cfg.stages[0], device="cpu")

@@ -151,7 +151,7 @@ def failing_rewards(register_plugin):
 
 
 def test_a_flaky_reward_costs_its_items_not_the_run(grpo, failing_rewards, tmp_path):
-    code, out, err = grpo(TINY, "--max_steps", "2", "--rewards", "test.digits", "test.flaky",
+    code, out, err = grpo(TINY, "--max_steps", "2", "--rewards", "test.digits", "test.flaky:0",
                           "--health.max_reward_errors", "0.9")
     assert code == 0, out + err
     assert (out + err).count("raised RuntimeError: flaky service") == 1  # once per kind
@@ -164,7 +164,7 @@ def test_a_flaky_reward_costs_its_items_not_the_run(grpo, failing_rewards, tmp_p
 
 
 def test_a_reward_broken_mid_run_stops_with_a_checkpoint_and_the_resume_line(grpo, failing_rewards, tmp_path):
-    code, out, err = grpo(TINY, "--max_steps", "6", "--rewards", "test.digits", "test.broken",
+    code, out, err = grpo(TINY, "--max_steps", "6", "--rewards", "test.digits", "test.broken:0",
                           "--health.window", "2")
     text = out + err
     assert code == 2, text

@@ -224,8 +224,7 @@ class AdaptiveWeightsCallback(TrainerCallback):
         self.trainer = trainer
 
     def success_rates(self) -> list[float | None]:
-        logs = getattr(self.trainer, "_logs", None) or {}
-        per = logs.get("rewards") or {}
+        per = self.trainer.last_batch_logs().get("rewards") or {}
         out = []
         for name in self.names:
             vals = [v for v in per.get(name, ()) if v is not None and not math.isnan(v)]
@@ -249,12 +248,10 @@ class AdaptiveWeightsCallback(TrainerCallback):
         tw = self.trainer.reward_weights
         for i, w in enumerate(weights):
             tw[i] = w
-        metrics = getattr(self.trainer, "_metrics", {}).get("train")
-        if metrics is not None:
-            for name, w, rate in zip(self.names, weights, rates):
-                metrics[f"weights/{name}"].append(w)
-                if rate is not None:
-                    metrics[f"success/{name}"].append(rate)
+        for name, w, rate in zip(self.names, weights, rates):
+            self.trainer.record_metric(f"weights/{name}", w)
+            if rate is not None:
+                self.trainer.record_metric(f"success/{name}", rate)
 
 class InterruptCallback(TrainerCallback):
     """Ctrl-C or SIGTERM (a cluster's preemption): finish the current step, save a

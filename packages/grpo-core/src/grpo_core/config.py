@@ -252,7 +252,7 @@ def _typed(kind: str, values: list[str]) -> Any:
         items = [_yaml_value(v) for v in values]
         return [i for item in items for i in (item if isinstance(item, list) else [item])]
     if len(values) == 1:
-        return values[0] if values[0].strip().lower() != "none" else None
+        return values[0]  # as HfArgumentParser: text stays text ("none" in report_to means no integration)
     return list(values) if values else True
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,19 @@ def enable_fast_generation(generation_config, *, backend: str | None = None) -> 
         generation_config.compile_config = compile_config
 
 
+def disable_fast_generation(generation_config) -> None:
+    """Back to eager decoding with a dynamic cache (TRL's own settings)."""
+    generation_config.cache_implementation = None
+    generation_config.disable_compile = True
+    generation_config.max_cache_len = None
+
+
+def fast_failed_message(exc: BaseException) -> str:
+    return (f"warning: fast generation (static cache, compiled decoding) failed ({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else 'no message'}); sampling eagerly from "
+            f"now on. Set model.fast_generation: false to skip it.")
+
+
 @contextlib.contextmanager
 def torch_threads(threads: int | None):
     import torch
@@ -193,7 +207,15 @@ def _generate(model, tokenizer, prompts, n, max_new_tokens, do_sample, batch_siz
             need = -(-longest // PROMPT_BUCKET) * PROMPT_BUCKET + max_new_tokens
             config.max_cache_len = max(need, config.max_cache_len or 0)
         with torch.no_grad():
-            seqs = model.generate(**enc, generation_config=config)
+            try:
+                seqs = model.generate(**enc, generation_config=config)
+            except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
+                if not fast:
+                    raise
+                print(fast_failed_message(exc), file=sys.stderr, flush=True)
+                fast = False
+                disable_fast_generation(config)
+                seqs = model.generate(**enc, generation_config=config)
         new = seqs[:, enc["input_ids"].shape[1] :]
         per_prompt = config.num_return_sequences
         for i in range(len(chunk)):

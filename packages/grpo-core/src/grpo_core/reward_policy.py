@@ -222,4 +222,24 @@ def guard_rewards(funcs: list, *, window: int = 5, max_share: float = 0.2,
         f, source=getattr(f, "source", ""), window=window, max_share=max_share, log=log) for f in funcs]
 
 
-__all__ = ["GuardedReward", "AsyncGuardedReward", "RewardFailure", "guard_rewards"]
+def guard_added(funcs: list, names: list[str], own: int, time_limit: float | None = None, **guard) -> None:
+    """Rewards TRL added after ours (an environment's ``get_reward``) get the same
+    policy and time limit: an item it fails on scores None, counted and logged once."""
+    import inspect
+
+    for i in range(own, len(funcs)):
+        cls = AsyncGuardedReward if inspect.iscoroutinefunction(funcs[i]) else GuardedReward
+        funcs[i] = cls(_Named(funcs[i], names[i], time_limit), **guard)
+
+
+class _Named:
+    """A callable under another ``__name__`` (what GuardedReward reports it as)."""
+
+    def __init__(self, func, name: str, time_limit: float | None = None):
+        self.func, self.__name__, self.time_limit = func, name, time_limit
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)
+
+
+__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "RewardFailure", "guard_rewards"]

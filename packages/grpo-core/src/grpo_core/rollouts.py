@@ -10,9 +10,7 @@ rewards and each environment's ``get_reward``. Nothing is trained.
 
 from __future__ import annotations
 
-import copy
 import math
-from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 # sequences per rollout call: TRL samples a whole batch at once
@@ -53,22 +51,13 @@ class Rollouts:
 
 
 def make_trainer(cfg, stage, model, tokenizer, rows, device: str, log=print):
-    """A trainer that only rolls out: training's arguments, without reporting, a
-    reference model or vLLM (preflight and eval sample with transformers, as before)."""
+    """The training builder's trainer, rolling out only (see ``builder.build_trainer``)."""
     from datasets import Dataset
 
-    from .environments import trainer_kwargs
-    from .train import fast_generation
-    from .trainer import GrpoTrainer
+    from .builder import build_trainer
 
-    args = copy.copy(stage.args)
-    args.report_to, args.beta, args.use_vllm, args.push_to_hub = [], 0.0, False, False
-    args.log_completions = False
-    return GrpoTrainer(
-        model=model, reward_funcs=list(stage.funcs), args=args, train_dataset=Dataset.from_list(rows),
-        processing_class=tokenizer, fast_generation=fast_generation(cfg, args, device),
-        generation_threads=int(cfg.model.generation_threads or 1) if device == "cpu" else None,
-        **trainer_kwargs(cfg.environment))
+    return build_trainer(cfg, stage, model, tokenizer, device=device, train_ds=Dataset.from_list(rows), log=log,
+                         rollouts_only=True)
 
 
 def rollout(trainer, rows: list[dict], n: int, *, greedy: bool = False) -> Rollouts:
@@ -86,23 +75,18 @@ def rollout(trainer, rows: list[dict], n: int, *, greedy: bool = False) -> Rollo
     try:
         for start in range(0, len(rows), per_call):
             inputs = [dict(r) for r in rows[start:start + per_call] for _ in range(n)]
-            trainer._logs = _fresh_logs()  # TRL keeps the last generation batch only
+            trainer.clear_batch_logs()  # TRL keeps the last generation batch only
             with torch.no_grad():
-                batch = trainer._generate_and_score_completions(inputs)
+                batch = trainer.rollout_batch(inputs)
             _collect(out, trainer, batch)
     finally:
         config.do_sample = sampled
-    out.metrics = {k: list(v) for k, v in trainer._metrics["eval"].items()}
+    out.metrics = {k: list(v) for k, v in trainer.metrics("eval").items()}
     return out
 
 
-def _fresh_logs() -> dict:
-    return {"images": deque(), "prompt": deque(), "completion": deque(), "advantages": deque(),
-            "rewards": defaultdict(deque), "extra": defaultdict(deque)}
-
-
 def _collect(out: Rollouts, trainer, batch: dict) -> None:
-    logs = trainer._logs
+    logs = trainer.last_batch_logs()
     out.completions += list(logs["completion"])
     for column, name in zip(out.per_reward, out.names):
         column += [None if v is None or math.isnan(v) else float(v) for v in logs["rewards"][name]]
@@ -111,7 +95,7 @@ def _collect(out: Rollouts, trainer, batch: dict) -> None:
     mask = batch["completion_mask"]
     if "tool_mask" in batch:
         mask = mask * batch["tool_mask"]
-    eos = {*trainer.eos_token_ids, trainer._tokenizer.pad_token_id}
+    eos = {*trainer.eos_token_ids, trainer.text_tokenizer.pad_token_id}
     for ids, kept in zip(batch["completion_ids"].tolist(), batch["completion_mask"].tolist()):
         real = [t for t, m in zip(ids, kept) if m]
         out.truncated.append(not real or real[-1] not in eos)

@@ -1,6 +1,15 @@
-"""``GrpoTrainer``: ``trl.GRPOTrainer`` with what a real run on a GPU needs.
+"""``GrpoTrainer``: ``trl.GRPOTrainer`` with what a real run on a GPU needs, and
+the one module that touches TRL's and transformers' private names.
 
-Three short overrides, nothing re-implemented:
+Every private name used (methods overridden or called, attributes read) is in
+:data:`PRIVATE`; a test checks each against the installed TRL and names the
+version and the name when one disappears. The rest of grpo calls the public
+methods below (``learning_rate``, ``save_checkpoint_now``, ``rollout_batch``,
+``last_batch_logs``, ``record_metric``, ...). The TRL versions tested are
+``grpo_core.prepare.TESTED``, checked at start-up (the packaging bounds them the
+same way).
+
+Short overrides, nothing re-implemented:
 
 - sampling runs under bf16 autocast where the weights are bf16 already (a LoRA
   base: the float32 adapters come along), with ``generation_threads`` torch threads
@@ -20,7 +29,12 @@ Three short overrides, nothing re-implemented:
 - resuming inside a generation buffer (``steps_per_generation`` or
   ``num_iterations`` above 1) is exact: a checkpoint there also holds the
   buffered batches (``grpo_buffer-rank<N>.pt``), and the step counter TRL picks
-  buffer slices by is restored, so every step trains what it would have.
+  buffer slices by is restored, so every step trains what it would have;
+- a checkpoint records the settings that trained it (:mod:`.resume`), and on
+  ``--resume`` the configured learning rate replaces the one the restored
+  scheduler carries;
+- if compiling or the static cache fails, sampling goes on eagerly with one
+  warning.
 """
 
 from __future__ import annotations
@@ -35,9 +49,20 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
-from .generation import PROMPT_BUCKET, enable_fast_generation
+from .generation import (
+    PROMPT_BUCKET,
+    disable_fast_generation,
+    enable_fast_generation,
+    fast_failed_message,
+)
 from .nonfinite import Event, Guard, wants_snapshot
 from .precision import Precision, sampling_autocast
+
+# every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
+# methods overridden or called, attributes read or set
+PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_grad_norm", "_save_checkpoint",
+           "_get_output_dir", "_load_optimizer_and_scheduler", "_get_learning_rate", "_prepare_inputs",
+           "_buffered_inputs", "_step", "_logs", "_metrics", "_environment_pool", "_tokenizer")
 
 
 class GrpoTrainer(GRPOTrainer):
@@ -47,10 +72,21 @@ class GrpoTrainer(GRPOTrainer):
                  generation_threads: int | None = None, on_nonfinite: str = "stop",
                  snapshot: bool | str = "auto", max_skips: int = 10,
                  report: Callable[[Event], None] | None = None,
-                 environment_rewards: dict | None = None, **kwargs):
+                 environment_rewards: dict | None = None, settings: dict | None = None, log=print,
+                 guard_rewards: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.settings = settings  # what a checkpoint records (grpo_core.resume)
+        self.say = log  # (not `log`: that is the Trainer's own method)
+        own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
         if environment_rewards:
             self._name_environment_rewards(environment_rewards)
+        if guard_rewards is not None:  # an environment's get_reward, which TRL adds, gets our rewards' policy
+            from .reward_policy import guard_added
+
+            guard_added(self.reward_funcs, self.reward_func_names, own, **guard_rewards)
+        for callback in self.callback_handler.callbacks:
+            if hasattr(callback, "bind"):  # callbacks that steer the trainer (adaptive weights)
+                callback.bind(self)
         self.precision = precision
         self.generation_threads = generation_threads
         self.fast_generation = fast_generation and not self.use_vllm
@@ -71,7 +107,7 @@ class GrpoTrainer(GRPOTrainer):
         TRL appends one reward column per environment class with ``get_reward``, in
         the order of its factories, after the rewards passed in."""
         keyed: dict[type, list] = {}
-        for key, pool in self._environment_pool.items():
+        for key, pool in self.environment_pool().items():
             cls = type(pool[0])
             if "get_reward" in dict(inspect.getmembers(cls, predicate=inspect.isfunction)):
                 keyed.setdefault(cls, []).append(key)
@@ -95,7 +131,15 @@ class GrpoTrainer(GRPOTrainer):
         if self.fast_generation:
             self._size_static_cache(prompt_ids)
         with self._sampling_context():
-            return super()._generate_single_turn(prompt_ids, *args, **kwargs)
+            try:
+                return super()._generate_single_turn(prompt_ids, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
+                if not self.fast_generation:
+                    raise
+                self.say(fast_failed_message(exc))
+                self.fast_generation = False
+                disable_fast_generation(self.generation_config)
+                return super()._generate_single_turn(prompt_ids, *args, **kwargs)
 
     def _size_static_cache(self, prompt_ids) -> None:
         """One cache size for many steps: prompt lengths rounded up to a bucket, so
@@ -126,8 +170,46 @@ class GrpoTrainer(GRPOTrainer):
 
     def _get_grad_norm(self, model, grad_norm=None):
         grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
-        self.guard.before_update(grad_norm, self.state.global_step + 1, self._get_learning_rate())
+        self.guard.before_update(grad_norm, self.state.global_step + 1, self.learning_rate())
         return grad_norm
+
+    # ---------------------------------------------------------------- what the rest of grpo calls
+
+    def learning_rate(self) -> float:
+        return self._get_learning_rate()
+
+    def save_checkpoint_now(self) -> None:
+        """A checkpoint of the last completed step, now (after a crash inside a step)."""
+        self._save_checkpoint(self.model, trial=None)
+
+    def rollout_batch(self, inputs: list[dict]) -> dict:
+        """Generate and score one batch as training does, nothing trained (preflight, eval)."""
+        return self._generate_and_score_completions(inputs)
+
+    def last_batch_logs(self) -> dict:
+        """What TRL logged of the batches since :meth:`clear_batch_logs`: prompts,
+        completions, per-reward scores, advantages, ``log_extra`` columns."""
+        return self._logs
+
+    def clear_batch_logs(self) -> None:
+        from collections import defaultdict, deque
+
+        self._logs = {"images": deque(), "prompt": deque(), "completion": deque(), "advantages": deque(),
+                      "rewards": defaultdict(deque), "extra": defaultdict(deque)}
+
+    def metrics(self, mode: str = "train") -> dict:
+        """The metrics TRL collects until its next log (name -> values)."""
+        return self._metrics[mode]
+
+    def record_metric(self, name: str, value: float, mode: str = "train") -> None:
+        self._metrics[mode][name].append(value)
+
+    def environment_pool(self) -> dict:
+        return self._environment_pool
+
+    @property
+    def text_tokenizer(self):
+        return self._tokenizer
 
 
     # ---------------------------------------------------------------- exact resume
@@ -145,9 +227,31 @@ class GrpoTrainer(GRPOTrainer):
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
+        folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
         if self._mid_buffer() and self._buffered_inputs is not None:
-            folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
             torch.save(self._buffered_inputs, self._buffer_path(folder))
+        if self.settings is not None and self.accelerator.is_main_process and folder.is_dir():
+            from .resume import write
+
+            write(folder, self.settings)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            self._take_learning_rate(self.args.learning_rate)
+
+    def _take_learning_rate(self, lr: float) -> None:
+        """The restored scheduler keeps the checkpoint's base rate: the configured one
+        replaces it, on the schedule of the current step (a LambdaLR, as TRL's are)."""
+        sched, opt = self.lr_scheduler, self.optimizer
+        lambdas = getattr(sched, "lr_lambdas", None)
+        if lambdas is None or opt is None or all(b == lr for b in sched.base_lrs):
+            return
+        sched.base_lrs = [lr] * len(sched.base_lrs)
+        for group, fn in zip(opt.param_groups, lambdas):
+            group["initial_lr"] = lr
+            group["lr"] = lr * fn(sched.last_epoch)
+        sched._last_lr = [group["lr"] for group in opt.param_groups]
 
     def _restore_buffer(self, global_step: int) -> None:
         """TRL does not save its generation buffer nor the micro-step counter that picks
@@ -174,7 +278,7 @@ class _Hooks(TrainerCallback):
         self.trainer._restore_buffer(state.global_step)
 
     def on_optimizer_step(self, args, state, control, **kw):
-        self.trainer.guard.after_update(state.global_step + 1, self.trainer._get_learning_rate())
+        self.trainer.guard.after_update(state.global_step + 1, self.trainer.learning_rate())
 
     def on_step_end(self, args, state, control, **kw):
         guard = self.trainer.guard
@@ -188,4 +292,4 @@ class _Hooks(TrainerCallback):
             control.should_training_stop = True
 
 
-__all__ = ["GrpoTrainer"]
+__all__ = ["GrpoTrainer", "PRIVATE"]

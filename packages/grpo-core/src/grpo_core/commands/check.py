@@ -22,14 +22,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    import datasets
-
     from ..checks import check_plans
     from ..config import load_config
-    from ..train import build_datasets
+    from ..prepare import build_datasets, quiet
 
     cfg = load_config(args.config, args.extra)
-    datasets.disable_progress_bars()
+    quiet()
     train_ds, _ = build_datasets(cfg)  # no GRPOConfig is built: TRL is not imported
     reports = check_plans(cfg, train_ds, limit=args.limit, probe_rows=args.probe_rows, log=print)
     if args.json:

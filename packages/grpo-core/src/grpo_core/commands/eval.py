@@ -82,47 +82,32 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
         )
 
 
-def eval_prompts(cfg, split: str, limit: int):
-    """The held-out rows, prompted as training prompts them (system prompt and the
-    training split's few-shot examples)."""
-    from ..train import build_datasets
-
-    _, held = build_datasets(cfg, eval_split=split)
-    return held.select(range(min(limit, len(held))))
-
-
 def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
     """Training's sampling settings; greedy when one completion per prompt."""
-    from ..train import sampling_settings
+    from ..prepare import sampling_settings
 
     settings = sampling_settings(cfg, stage_args, device)
     return {**settings, "do_sample": samples > 1}
 
 
 def run(args) -> int:
-    from ..config import apply_env, load_config
+    from ..config import load_config
     from ..errors import GrpoError
     from ..generation import generate, load_policy
-    from ..grpo_args import detect_device
+    from ..prepare import prepare
     from ..scoring import score_batch
-    from ..train import plan
 
     cfg = load_config(args.config, args.extra)
-    apply_env(cfg)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
     _check_checkpoint(args.checkpoint, cfg.model.id)
-    device = detect_device()
     split = args.split or cfg.dataset.eval_split or "test"
-    ds = eval_prompts(cfg, split, args.limit)
-    stage = plan(cfg, ds.column_names, device=device)[-1]  # the final objective
+    p = prepare(cfg, check=False, eval_split=split)  # held-out prompts as training prompts them
+    device, ds = p.device, p.eval_ds.select(range(min(args.limit, len(p.eval_ds))))
+    stage = p.plans[-1]  # the final objective
     rows = [ds[i] for i in range(len(ds))]
     prompts = [r["prompt"] for r in rows]
     sampling = eval_sampling(cfg, stage.args, device, args.samples)
-    if cfg.environment is not None:
-        from ..train import check_tool_support
-
-        check_tool_support(cfg, stage.args.trust_remote_code)
     results = {}
     for label, target in (("base", cfg.model.id), ("trained", str(args.checkpoint))):
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)

@@ -26,10 +26,10 @@ def add_parser(sub) -> None:
 
 def sample_groups(cfg, stage_plan, rows, device: str, log=print):
     """Load the configured base model and sample one group per prompt with the
-    stage's generation settings (training's, from ``train.sampling_settings``)."""
+    stage's generation settings (training's, from ``prepare.sampling_settings``)."""
     from ..generation import generate
     from ..models import load
-    from ..train import sampling_settings
+    from ..prepare import sampling_settings
 
     a = stage_plan.args
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
@@ -48,9 +48,7 @@ def multi_turn_report(cfg, stage, rows, device: str, log=print):
     from .. import rollouts
     from ..models import load
     from ..preflight import judge_scored
-    from ..train import check_tool_support
 
-    check_tool_support(cfg, stage.args.trust_remote_code)
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
                             revision=cfg.model.revision, device=device, log=log)
     done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, stage.args.num_generations)
@@ -64,27 +62,19 @@ def multi_turn_report(cfg, stage, rows, device: str, log=print):
 
 
 def run(args) -> int:
-    from ..config import apply_env, load_config
+    from ..config import load_config
     from ..errors import GrpoError
-    from ..grpo_args import detect_device
     from ..preflight import analyze, format_report
-    from ..train import build_datasets, plan
+    from ..prepare import check_or_stop, prepare
 
     if args.prompts < 1:
         raise GrpoError(f"--prompts must be at least 1, got {args.prompts}.")
     cfg = load_config(args.config, args.extra)
-    apply_env(cfg)
-    device = detect_device()
-    train_ds, _ = build_datasets(cfg)
-    plans = plan(cfg, train_ds.column_names, device=device)
-    names = [p.section.name for p in plans]
-    if args.stage is not None and args.stage not in names:
-        raise GrpoError(f"--stage {args.stage!r}: the config's stages are {', '.join(names)}.")
-    stage = plans[names.index(args.stage)] if args.stage else plans[0]
+    p = prepare(cfg, check=False)
+    stage = p.stage(args.stage)
     if not args.no_check:
-        from ..train import check_or_stop
-
-        check_or_stop(cfg, train_ds, [stage], print)
+        check_or_stop(cfg, p.train_ds, [stage], print)
+    device, train_ds = p.device, p.train_ds
     seed = stage.args.seed
     sample = train_ds.shuffle(seed=seed).select(range(min(args.prompts, len(train_ds))))
     rows = [sample[i] for i in range(len(sample))]

@@ -53,37 +53,20 @@ def run(args) -> int:
 
 
 def _dry_run(cfg, check: bool = True) -> int:
-    from ..grpo_args import detect_device
-    from ..train import (
-        _quiet,
-        build_datasets,
-        check_tool_support,
-        check_writable,
-        lora_config,
-        plan,
-        root_dir,
-    )
+    from ..outputs import check_writable
+    from ..prepare import prepare
 
-    _quiet()
-    device = detect_device()
-    train_ds, eval_ds = build_datasets(cfg)
-    plans = plan(cfg, train_ds.column_names, device=device)
-    lora_config(cfg)
-    check_writable(root_dir(cfg, plans), keep=False)
-    check_tool_support(cfg, plans[0].args.trust_remote_code)
-    if check:
-        from ..train import check_or_stop
-
-        check_or_stop(cfg, train_ds, plans, print)
-    print(f"config OK: device {device}, dataset '{cfg.dataset.name}' ({len(train_ds)} rows"
-          + (f", eval {len(eval_ds)}" if eval_ds is not None else "") + ")")
+    p = prepare(cfg, check=check)
+    check_writable(p.root, keep=False)
+    print(f"config OK: device {p.device}, dataset '{cfg.dataset.name}' ({len(p.train_ds)} rows"
+          + (f", eval {len(p.eval_ds)}" if p.eval_ds is not None else "") + ")")
     env = cfg.environment
-    for p in plans:
-        rw = ", ".join([f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights)]
+    for stage in p.plans:
+        rw = ", ".join([f"{f.__name__}:{w:g}" for f, w in zip(stage.funcs, stage.weights)]
                        + [f"{e.name}:{e.weight:g} (get_reward)" for e in (env.rewarded if env else [])])
-        a = p.args
-        print(f"  stage '{p.section.name}': {a.max_steps} steps, lr {a.learning_rate:g}, "
+        a = stage.args
+        print(f"  stage '{stage.section.name}': {a.max_steps} steps, lr {a.learning_rate:g}, "
               f"{a.num_generations} generations x {a.max_completion_length} tokens, rewards {rw}, "
-              f"output {p.output_dir}")
+              f"output {stage.output_dir}")
     sys.stdout.flush()
     return 0
