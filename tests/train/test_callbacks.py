@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+from transformers import TrainerCallback
 
 from grpo_core import callbacks
 from grpo_core.callbacks import summary_line
@@ -99,32 +100,23 @@ def fixed_rates(register_plugin):
     register_plugin(mod)
 
 
-@pytest.fixture
-def trl_weights(monkeypatch):
-    """A callback that reads ``reward_weights`` of the trainer ``grpo train`` built (the
-    tensor TRL multiplies each reward column by) at the end of every step."""
-    from transformers import TrainerCallback
+class TrlWeights(TrainerCallback):
+    """Reads ``reward_weights`` of the trainer it is bound to (the tensor TRL multiplies
+    each reward column by) at the end of every step. GrpoTrainer binds every callback
+    that has ``bind``, ours after the adaptive one."""
 
-    from grpo_core.trainer import GrpoTrainer
+    def __init__(self):
+        self.trainer, self.after = None, {}
 
-    class Weights(TrainerCallback):
-        def __init__(self):
-            self.trainer, self.after = None, {}
+    def bind(self, trainer) -> None:
+        self.trainer = trainer
 
-        def on_step_end(self, args, state, control, **kw):
-            self.after[state.global_step] = self.trainer.reward_weights.tolist()
-
-    weights, original = Weights(), GrpoTrainer.train
-
-    def train(self, *args, **kwargs):
-        weights.trainer = self
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(GrpoTrainer, "train", train)
-    return weights
+    def on_step_end(self, args, state, control, **kw):
+        self.after[state.global_step] = self.trainer.reward_weights.tolist()
 
 
-def test_adaptive_weights_set_the_weights_trl_multiplies_rewards_by(train, fixed_rates, trl_weights, tmp_path):
+def test_adaptive_weights_set_the_weights_trl_multiplies_rewards_by(train, fixed_rates, tmp_path):
+    trl_weights = TrlWeights()
     cfg = tmp_path / "a.yaml"
     cfg.write_text(TINY.read_text() + "adaptive_weights: {target: 0.5, rate: 1.0, threshold: 0.5, max_factor: 2.0}\n")
     result, lines = train("--max_steps", "4", "--rewards", "fixed.quarter:1.0", "fixed.all:0.5", config=cfg,
