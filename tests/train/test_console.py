@@ -19,3 +19,29 @@ def test_the_clock_estimates_from_the_mean_step_time():
     assert clock_text(90.0, 3, 7) == "1:30 elapsed, ETA 3:30"  # 30 s a step, 7 left
     assert clock_text(3700.0, 1, 0) == "1:01:40 elapsed"  # nothing left: no ETA
     assert clock_text(5.0, 0, 10) == "0:05 elapsed"  # no step done yet: no estimate
+
+
+def test_train_and_eval_print_no_library_warning_or_progress_bar(tiny_model, tmp_path):
+    """Run as a user runs them (a process of their own, so nothing filters warnings)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
+        "dataset": {"name": "arithmetic", "params": {"size": 16, "level": 1}, "system_prompt": "plain",
+                    "eval_split": "test", "eval_params": {"size": 4}},
+        "rewards": ["math.correctness(fallback_last_number=True)", "length.soft_overlong(max_length=8, cache=4):0.5"],
+        "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+        "save_strategy": "no", "report_to": [], "output_dir": str(tmp_path / "out")}))
+    env = dict(os.environ, GRPO_PLUGINS="grpo-datasets,grpo-rewards-math,grpo-rewards-format")
+    for argv in (["train", str(cfg)], ["eval", str(cfg), "--checkpoint", str(tmp_path / "out" / "adapter")]):
+        done = subprocess.run([sys.executable, "-m", "grpo_core", *argv], capture_output=True, text=True, env=env,
+                              timeout=600, cwd=tmp_path)
+        text = done.stdout + done.stderr
+        assert done.returncode == 0, text
+        assert "Warning" not in text and "warnings.warn" not in text, text  # FutureWarning, UserWarning, ...
+        assert "it/s]" not in text and "%|" not in text, text  # tqdm's bars

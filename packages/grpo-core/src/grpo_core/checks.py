@@ -400,7 +400,7 @@ def format_report(report: CheckReport) -> str:
 def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_rows: int | None = None,
                 log: Callable[[str], None] = print, brief: bool = False) -> list[CheckReport]:
     """The check of every stage of a run (its rewards, on the training rows); ``plans``
-    from ``train.plan``, else composed here without building a GRPOConfig (no TRL
+    from ``prepare.plan``, else composed here without building a GRPOConfig (no TRL
     import). ``brief``: one line per stage that passes, the whole table for one that fails."""
     from .data import resolve_system_prompt
 

@@ -146,11 +146,18 @@ class RunConfig:
     cli: dict
     explicit: set[str]  # GRPOConfig fields the user set (YAML or command line)
     env: dict = field(default_factory=dict)  # environment variables the config sets (apply_env)
+    overrides: tuple[str, ...] = ()  # the command line's overrides, as typed (for the --resume line)
     environment: Any = None  # environments.EnvironmentSection: tools and multi-turn rollouts, or None
 
     @property
     def multi_stage(self) -> bool:
         return len(self.stages) > 1 or self.stages[0].name != "main"
+
+    def resume_command(self) -> str:
+        """The command that continues this run: the same config and overrides, plus --resume."""
+        import shlex
+
+        return shlex.join(["grpo", "train", self.path or "CONFIG", *self.overrides, "--resume"])
 
     def value(self, stage: StageSection, name: str, default: Any = None) -> Any:
         """A GRPOConfig value as the user set it: the command line, the stage, the YAML."""
@@ -490,7 +497,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     return RunConfig(
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
         stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
-        cli=cli, explicit=set(training) | set(cli), env=env, environment=environment,
+        cli=cli, explicit=set(training) | set(cli), env=env, environment=environment, overrides=tuple(overrides),
     )
 
 

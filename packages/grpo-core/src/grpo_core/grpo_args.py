@@ -57,6 +57,7 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     values.update(cfg.training)
     values.update(stage.training)
     values.update(cfg.cli)
+    _current_names(values)
     if output_dir is not None:
         values["output_dir"] = output_dir
     if reward_weights is None:
@@ -80,6 +81,24 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     check_vllm(args)
     check_integrations(args)
     return args
+
+
+# transformers 5 renamed these; TRL still defaults the old name (gradient_checkpointing: true), which
+# warns on every run: the value goes under the current name (set both: the current one wins)
+_RENAMED = {"gradient_checkpointing": "activation_checkpointing",
+            "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs"}
+
+
+def _current_names(values: dict) -> None:
+    from trl import GRPOConfig
+
+    defaults = {f.name: f.default for f in __import__("dataclasses").fields(GRPOConfig)}
+    for old, new in _RENAMED.items():
+        if new not in defaults:
+            continue  # a transformers before the rename
+        value = values.pop(old, defaults.get(old))
+        if values.get(new) is None and value is not None:
+            values[new] = value
 
 
 # GRPOConfig values TRL takes without complaint and fails on mid-run: (test, what is allowed)

@@ -76,7 +76,8 @@ TESTED = {"trl": ("1.16", "1.17"), "transformers": ("5.2", "6")}
 
 
 def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = print,
-            eval_split: str | None = None, device: str | None = None, tools: bool = True) -> Prepared:
+            eval_split: str | None = None, device: str | None = None, tools: bool = True,
+            verbose: bool = False) -> Prepared:
     """Datasets, plans and checks of ``cfg``: everything that can fail without a model
     fails here. ``check``: ``grpo check`` first (a failure is a ConfigError after its
     table); ``eval_split``: the held-out split to build (default ``dataset.eval_split``)."""
@@ -85,7 +86,7 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
 
     check_versions()
     apply_env(cfg)
-    quiet()
+    quiet(verbose)
     device = device or detect_device()
     train_ds, eval_ds = build_datasets(cfg, eval_split)
     plans = plan(cfg, train_ds.column_names, device=device)
@@ -240,7 +241,12 @@ def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
 
 def quiet(verbose: bool = False) -> None:
     """Progress bars of dataset mapping and weight loading would bury the step lines;
-    ``--verbose`` keeps them."""
+    ``--verbose`` keeps them. transformers' deprecation of the gradient_checkpointing
+    names, which TRL and peft still call on every step, is not ours to show."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable|_kwargs)?` is "
+                            r"deprecated", category=FutureWarning)
     if verbose:
         return
     import datasets

@@ -112,15 +112,17 @@ class Run:
 
 
 def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, check: bool = True,
-        log: Callable[[str], None] = print, stream=None, extra_callbacks: list | None = None) -> TrainResult:
+        log: Callable[[str], None] = print, stream=None, extra_callbacks: list | None = None,
+        verbose: bool = False) -> TrainResult:
     """Train as ``cfg`` says; see the module docstring for the outputs. ``check``: run
-    ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure."""
+    ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure;
+    ``verbose``: keep the libraries' progress bars."""
     from .prepare import load_model, lora_config, prepare
 
     main = is_main_process()
     if not main:
         log = lambda message: None  # noqa: E731 - one process speaks
-    p = prepare(cfg, check=check, log=log)
+    p = prepare(cfg, check=check, log=log, verbose=verbose)
     resume = resume or p.plans[0].args.resume_from_checkpoint or False
     _check_resume_arg(resume)
     progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
@@ -284,13 +286,13 @@ def _save_after_crash(r: Run, trainer) -> str:
             trainer.save_checkpoint_now()
     except Exception as exc:  # a broken device cannot save; say so, keep the first error
         return f"Could not save a checkpoint at step {step} ({type(exc).__name__}: {exc})."
-    return f"Saved {out} (step {step}, the last completed step). Continue with: grpo train {r.cfg.path or 'CONFIG'} --resume"
+    return f"Saved {out} (step {step}, the last completed step). Continue with: {r.cfg.resume_command()}"
 
 
 def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult) -> None:
     """The message for a run that ended before its last step, with what to do next."""
     ck = last_checkpoint(p.output_dir)
-    again = f"grpo train {r.cfg.path or 'CONFIG'} --resume"
+    again = r.cfg.resume_command()
     if interrupt.requested:
         result.interrupted = True
         result.exit_code = interrupt.exit_code

@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--samples", type=int, default=1,
                    help="completions per prompt; 1 = greedy (default), more = sampled at the config's temperature")
     p.add_argument("--output", type=Path, default=None, help="JSON report (default: CHECKPOINT/eval.json)")
+    p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
     p.set_defaults(func=run, accepts_extra=True)
 
 
@@ -102,7 +103,7 @@ def run(args) -> int:
         raise GrpoError("--samples and --limit must be at least 1.")
     _check_checkpoint(args.checkpoint, cfg.model.id)
     split = args.split or cfg.dataset.eval_split or "test"
-    p = prepare(cfg, check=False, eval_split=split)  # held-out prompts as training prompts them
+    p = prepare(cfg, check=False, eval_split=split, verbose=args.verbose)  # held-out prompts as training prompts them
     device, ds = p.device, p.eval_ds.select(range(min(args.limit, len(p.eval_ds))))
     stage = p.plans[-1]  # the final objective
     rows = [ds[i] for i in range(len(ds))]

@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--stage", default=None, help="stage whose rewards to check (default: the first)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the report as JSON")
     p.add_argument("--no-check", action="store_true", help="skip grpo check before sampling")
+    p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
     p.set_defaults(func=run, accepts_extra=True)
 
 
@@ -70,7 +71,7 @@ def run(args) -> int:
     if args.prompts < 1:
         raise GrpoError(f"--prompts must be at least 1, got {args.prompts}.")
     cfg = load_config(args.config, args.extra)
-    p = prepare(cfg, check=False)
+    p = prepare(cfg, check=False, verbose=args.verbose)
     stage = p.stage(args.stage)
     if not args.no_check:
         check_or_stop(cfg, p.train_ds, [stage], print)

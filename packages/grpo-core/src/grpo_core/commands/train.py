@@ -37,6 +37,7 @@ def add_parser(sub) -> None:
                    help="skip grpo check (gold self-test and reward-hacking probes) before training")
     p.add_argument("--dry-run", action="store_true",
                    help="check the config, rewards and dataset, print the resolved config, load no model")
+    p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
     p.set_defaults(func=run, accepts_extra=True)
 
 
@@ -45,18 +46,18 @@ def run(args) -> int:
 
     cfg = load_config(args.config, args.extra)
     if args.dry_run:
-        return _dry_run(cfg, check=not args.no_check)
+        return _dry_run(cfg, check=not args.no_check, verbose=args.verbose)
     from ..train import run as train
 
-    result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check)
+    result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check, verbose=args.verbose)
     return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
 
 
-def _dry_run(cfg, check: bool = True) -> int:
+def _dry_run(cfg, check: bool = True, verbose: bool = False) -> int:
     from ..outputs import check_writable
     from ..prepare import prepare
 
-    p = prepare(cfg, check=check)
+    p = prepare(cfg, check=check, verbose=verbose)
     check_writable(p.root, keep=False)
     print(f"config OK: device {p.device}, dataset '{cfg.dataset.name}' ({len(p.train_ds)} rows"
           + (f", eval {len(p.eval_ds)}" if p.eval_ds is not None else "") + ")")
