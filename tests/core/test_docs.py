@@ -37,3 +37,14 @@ def test_guide_code_is_the_example_plugins_code():
     }
     for path, code in blocks:
         assert (ROOT / path).read_text().rstrip() == code, f"{path} differs from the guide"
+
+
+@pytest.mark.parametrize("name, fn", HOOKS, ids=[n for n, _ in HOOKS])
+def test_every_register_keyword_is_documented_in_the_hook_spec_and_the_guide(name, fn):
+    """The hook spec is the contract: each keyword its ``register`` takes is written there."""
+    from grpo_core.registry import KEYWORDS
+
+    assert name in KEYWORDS, f"registry.KEYWORDS has no entry for {name}"
+    for keyword in ["description", *KEYWORDS[name]]:
+        assert f"{keyword}=" in fn.__doc__, f"{name}'s docstring does not document {keyword}="
+        assert f"{keyword}=" in GUIDE, f"docs/writing-plugins.md does not mention {keyword}="

@@ -17,11 +17,16 @@ hookimpl = pluggy.HookimplMarker("grpo")
 
 @hookspec
 def register_rewards(register: Callable[..., None]) -> None:
-    """Register reward functions: ``register(name, func, *, description=None)``.
+    """Register reward functions:
+    ``register(name, func, *, description=None, correctness=False, range=None)``.
 
     :param register: call once per reward. ``name`` is dotted and lower case
         (``math.correctness``); ``func`` is a TRL reward function
         ``func(completions, **kwargs) -> list[float | None]``.
+        ``correctness=True``: full marks mean "the answer is right" (``grpo check``'s
+        gold self-test holds it to 99 %, ``grpo eval`` reports it as accuracy).
+        ``range=(low, high)``: the scores it can give, or a function of the reward's
+        parameters returning them; ``grpo check`` takes ``high`` as full marks.
     """
 
 
@@ -37,10 +42,13 @@ def register_datasets(register: Callable[..., None]) -> None:
 
 @hookspec
 def register_system_prompts(register: Callable[..., None]) -> None:
-    """Register named system prompts: ``register(name, text, *, description=None)``.
+    """Register named system prompts:
+    ``register(name, text, *, description=None, answer_template=None)``.
 
     :param register: call once per prompt. A training config can then say
-        ``system_prompt: xml`` instead of pasting the text.
+        ``system_prompt: xml`` instead of pasting the text. ``answer_template``: the
+        answer layout the prompt asks for, with ``{answer}`` (and ``{rationale}``):
+        few-shot examples and ``grpo check``'s gold completions are written with it.
     """
 
 

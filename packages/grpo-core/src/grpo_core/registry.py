@@ -268,9 +268,20 @@ def _check_prompt(name: str, text: Any) -> None:
         raise RegistryError(f"system prompt '{name}' must be non-empty text, got {text!r}.")
 
 
+# the keywords each hook's ``register`` takes besides ``description``, with their checks;
+# hookspecs documents each (a doc test holds the two together)
+KEYWORDS: dict[str, dict] = {
+    "register_rewards": {"correctness": _check_bool, "range": check_range},
+    "register_datasets": {},
+    "register_system_prompts": {"answer_template": None},
+    "register_probes": {"right": _check_bool},
+    "register_environments": {},
+}
+
+
 def rewards() -> Registry:
     return collect("register_rewards", "reward", dotted=True, validate=_check_reward,
-                   extras={"correctness": _check_bool, "range": check_range})
+                   extras=KEYWORDS["register_rewards"])
 
 
 def datasets() -> Registry:
@@ -279,7 +290,7 @@ def datasets() -> Registry:
 
 def system_prompts() -> Registry:
     return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt,
-                   extras={"answer_template": None})
+                   extras=KEYWORDS["register_system_prompts"])
 
 
 def _check_probe(name: str, build: Any) -> None:
@@ -288,7 +299,7 @@ def _check_probe(name: str, build: Any) -> None:
 
 
 def probes() -> Registry:
-    return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras={"right": _check_bool})
+    return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras=KEYWORDS["register_probes"])
 
 
 def _check_environment(name: str, factory: Any) -> None:
