@@ -84,7 +84,9 @@ def compare(saved: dict, now: dict, step: int) -> Changes:
 
 
 def _show(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    from .tables import number
+
+    return number(value, 6, missing=str(value))
 
 
 def read(checkpoint: Path) -> dict | None:

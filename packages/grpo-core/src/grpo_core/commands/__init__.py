@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-from ..tables import table  # noqa: F401 - the commands' tables
+from ..tables import number, table  # noqa: F401 - the commands' tables and numbers
 
 
 def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from . import table
+from . import number, table
 
 
 def add_parser(sub) -> None:
@@ -154,6 +154,4 @@ def _report(args, split: str, rows: list, sampled: bool, base_model: str, result
 
 
 def _fmt(v, signed: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:+.4g}" if signed else f"{v:.4g}"
+    return number(v, signed=signed)

@@ -81,4 +81,6 @@ def run(args) -> int:
 
 
 def _fmt(v) -> str:
-    return "None" if v is None else f"{v:.3g}"
+    from ..tables import number
+
+    return number(v, 3, missing="None")

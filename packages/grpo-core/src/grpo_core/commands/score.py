@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
+from ..tables import number as show_number
 from . import print_json, table
 
 INPUTS = (".jsonl", ".csv", ".parquet")
@@ -269,13 +269,11 @@ def _print_comparison(c: dict, args) -> None:
 
 
 def _fmt(v) -> str:
-    if v == "" or v is None:
-        return ""
-    return "nan" if isinstance(v, float) and math.isnan(v) else f"{v:.4g}"
+    return "" if v == "" or v is None else show_number(v, missing="nan")
 
 
 def _pct(v) -> str:
-    return "nan" if isinstance(v, float) and math.isnan(v) else f"{100 * v:.1f}%"
+    return show_number(v, percent=True, missing="nan")
 
 
 class _Output:
