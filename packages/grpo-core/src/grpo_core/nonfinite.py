@@ -40,6 +40,12 @@ class Event:
     learning_rate: float
     restored: bool  # the weights from before the last update were put back
 
+    @property
+    def saves_checkpoint(self) -> bool:
+        """A stop on this event saves a checkpoint: of the last finite state, never of
+        non-finite weights (those are saved only when the snapshot put them back)."""
+        return self.metric != "weights" or self.restored
+
     def describe(self) -> str:
         what = {"loss": "the loss", "grad_norm": "the gradient norm",
                 "weights": "the trainable weights after the update"}[self.metric]

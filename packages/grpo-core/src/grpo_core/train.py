@@ -299,7 +299,7 @@ def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult) 
         r.log(f"Saved {ck} at step {result.global_step}. Continue with: {again}")
         return
     event = trainer.guard.stop
-    if event.metric != "weights" or event.restored:  # a checkpoint was saved at this step
+    if event.saves_checkpoint:
         how = ("the weights from before the last update, restored" if event.restored
                else f"step {event.step}'s update dropped")
         saved = f"Saved {ck}: the last finite state ({how}). Continue with: {again}"

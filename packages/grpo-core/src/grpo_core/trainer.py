@@ -288,7 +288,7 @@ class _Hooks(TrainerCallback):
         self._reported = len(guard.events)
         if guard.stop is not None:
             # a checkpoint of the last finite state; never one of non-finite weights
-            control.should_save = guard.stop.metric != "weights" or guard.stop.restored
+            control.should_save = guard.stop.saves_checkpoint
             control.should_training_stop = True
 
 
