@@ -28,7 +28,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights", "environment", "tools")
+SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights", "environment", "tools",
+            "log", "sampling", "heldout")
 
 # Names from older TRL / transformers versions and from `trl grpo` script flags,
 # with what replaced them. Only reported when the name is not a GRPOConfig field.
@@ -101,9 +102,42 @@ class HealthSection:
     # keep the trainable weights from before each update in memory to restore them:
     # auto (when they are at most 10 % of the model, e.g. LoRA), true, false
     snapshot: bool | str = "auto"
+    # held-out accuracy falling while the training reward rises over `window` evaluations: warn or stop
+    on_divergence: str = "warn"
     # seconds a reward may take per call (one batch) before its items score None
     # (counted in rewards/<name>/timeouts); per reward: time_limit: in its entry, or 'NAME within 30s'
     reward_time_limit: float = 120.0
+
+
+@dataclass
+class LogSection:
+    # the rollout log (rollouts/*.parquet): every scored completion of every step (all), of
+    # every Nth step (an integer N), or none
+    rollouts: Any = "all"
+
+    @property
+    def rollout_every(self) -> int:
+        """Steps between logged steps; 0: no log."""
+        return {"all": 1, "none": 0}.get(self.rollouts, self.rollouts) if isinstance(self.rollouts, str) \
+            else int(self.rollouts)
+
+
+@dataclass
+class SamplingSection:
+    # dynamic sampling (DAPO): groups whose completions all score the same are dropped and
+    # replaced by groups for fresh prompts, up to max_rounds generations per batch
+    dynamic: bool = False
+    max_rounds: int = 3
+
+
+@dataclass
+class HeldoutSection:
+    # held-out accuracy during training (eval/accuracy): auto (when the dataset has a held-out
+    # split: dataset.eval_split, else its "test" split), true, false
+    enabled: bool | str = "auto"
+    every: int = 0  # steps between evaluations; 0: ten evaluations over the run (and the first step)
+    prompts: int = 32  # held-out prompts, the same each time
+    max_completion_length: int = 0  # 0: training's
 
 
 @dataclass
@@ -148,6 +182,9 @@ class RunConfig:
     env: dict = field(default_factory=dict)  # environment variables the config sets (apply_env)
     overrides: tuple[str, ...] = ()  # the command line's overrides, as typed (for the --resume line)
     environment: Any = None  # environments.EnvironmentSection: tools and multi-turn rollouts, or None
+    log: LogSection = field(default_factory=LogSection)
+    sampling: SamplingSection = field(default_factory=SamplingSection)
+    heldout: HeldoutSection = field(default_factory=HeldoutSection)
 
     @property
     def multi_stage(self) -> bool:
@@ -379,7 +416,8 @@ def _section(data: dict, name: str, cls, where: str):
 
 
 _CHOICES = {"on_nonfinite": ("stop", "skip"), "snapshot": (True, False, "auto"),
-            "fast_generation": (True, False, "auto")}
+            "fast_generation": (True, False, "auto"), "on_divergence": ("warn", "stop"),
+            "enabled": (True, False, "auto")}
 _MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1, "reward_time_limit": 0.001}
 _SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
 _NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -498,6 +536,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
         stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
         cli=cli, explicit=set(training) | set(cli), env=env, environment=environment, overrides=tuple(overrides),
+        log=_log(raw), sampling=_sampling(raw), heldout=_section(raw, "heldout", HeldoutSection, ""),
     )
 
 
@@ -574,6 +613,32 @@ def _health(raw: dict) -> HealthSection:
     if raw.get("health") is False:
         raw["health"] = {"enabled": False}
     return _section(raw, "health", HealthSection, "")
+
+
+def _log(raw: dict) -> LogSection:
+    section = _section(raw, "log", LogSection, "")
+    value = section.rollouts
+    if isinstance(value, str) and value.startswith("every "):
+        value = value[6:].split()[0]
+        section.rollouts = int(value) if value.isdigit() else value
+    ok = section.rollouts in ("all", "none") or (isinstance(section.rollouts, int) and not isinstance(
+        section.rollouts, bool) and section.rollouts >= 1)
+    if not ok:
+        raise ConfigError(f"log.rollouts is {section.rollouts!r}; use all, none, or a number of steps N "
+                          f"(every N steps), e.g. log: {{rollouts: 10}}.")
+    return section
+
+
+def _sampling(raw: dict) -> SamplingSection:
+    value = raw.get("sampling")
+    if isinstance(value, dict) and isinstance(value.get("dynamic"), dict):  # sampling: {dynamic: {max_rounds: 3}}
+        value = {**{k: v for k, v in value.items() if k != "dynamic"}, "dynamic": True, **value["dynamic"]}
+        raw = {**raw, "sampling": value}
+    section = _section(raw, "sampling", SamplingSection, "")
+    if section.max_rounds < 1:
+        raise ConfigError(f"sampling.max_rounds is {section.max_rounds}; it must be at least 1 (the first "
+                          f"generation counts).")
+    return section
 
 
 def _adaptive(value: Any) -> AdaptiveSection | None:
