@@ -12,7 +12,7 @@ from typing import Any
 
 def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_ds=None, precision=None,
                   peft_config=None, callbacks: list = (), log: Callable[[str], None] = print, report=None,
-                  settings: dict | None = None, rollouts_only: bool = False):
+                  settings: dict | None = None, rollouts_only: bool = False, rollout_log: dict | None = None):
     """The trainer of one stage (a :class:`~grpo_core.prepare.StagePlan`).
     ``rollouts_only``: training's arguments without reporting, a reference model or
     vLLM, for sampling and scoring only (preflight and eval sample with transformers)."""
@@ -39,7 +39,7 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
         peft_config=peft_config if not isinstance(model, PeftModel) else None,
         precision=precision, fast_generation=fast_generation(cfg, args, device),
         generation_threads=generation_threads(cfg, device), on_nonfinite=h.on_nonfinite, snapshot=h.snapshot,
-        max_skips=h.max_skips, report=report, settings=settings, log=log,
+        max_skips=h.max_skips, report=report, settings=settings, log=log, rollout_log=rollout_log,
         guard_rewards=None if rollouts_only else {**guard, "time_limit": h.reward_time_limit},
         **trainer_kwargs(cfg.environment),
     )

@@ -26,7 +26,8 @@ HEALTH = "health.jsonl"
 PLOT = "rewards.png"
 PROGRESS = "progress.json"
 RESOLVED = "config.yaml"
-RUN_FILES = (METRICS, HEALTH, PROGRESS, PLOT, RESOLVED, "adapter", "model", "merged")
+ROLLOUTS = "rollouts"
+RUN_FILES = (METRICS, HEALTH, PROGRESS, PLOT, RESOLVED, ROLLOUTS, "manifest.json", "adapter", "model", "merged")
 
 
 def is_main_process() -> bool:
@@ -102,7 +103,7 @@ def earlier_run(root: Path, stage_dirs: list[Path]) -> bool:
     """Does ``root`` hold what an earlier run wrote (checkpoints, metrics, weights)?"""
     if any(d.is_dir() and any(d.glob("checkpoint-*")) for d in stage_dirs):
         return True
-    for name in (METRICS, PROGRESS, PLOT, "adapter", "model", "merged"):
+    for name in (METRICS, PROGRESS, PLOT, ROLLOUTS, "adapter", "model", "merged"):
         path = root / name
         if path.is_dir() or (path.is_file() and path.stat().st_size > 0):
             return True

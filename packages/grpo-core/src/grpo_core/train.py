@@ -172,8 +172,11 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
             for line in changes.applied:
                 r.log(f"  {line}")
     if r.main:
+        from . import rollout_log
+
         for name in (METRICS, HEALTH):
             outputs.truncate_jsonl(r.root / name, r.offset + step)
+        rollout_log.truncate(r.root / rollout_log.FOLDER, r.offset + step)
     return ckpt
 
 
@@ -197,13 +200,18 @@ def _stage_callbacks(r: Run, p: StagePlan) -> dict:
 
 
 def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, peft_config):
+    from . import rollout_log
     from .builder import build_trainer
     from .resume import settings_of
 
+    every = r.cfg.log.rollout_every
+    log = {"folder": r.root / rollout_log.FOLDER, "every": every, "stage": p.section.name, "offset": r.offset,
+           "index": rollout_log.prompt_index(r.p.train_ds)} if every else None
     return build_trainer(r.cfg, p, model, tokenizer, device=r.p.device, train_ds=r.p.train_ds, eval_ds=r.p.eval_ds,
                          precision=r.precision, peft_config=peft_config,
                          callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
-                         report=lambda event: _report_nonfinite(r, p, event), settings=settings_of(r.cfg, p))
+                         report=lambda event: _report_nonfinite(r, p, event), settings=settings_of(r.cfg, p),
+                         rollout_log=log)
 
 
 def _report_nonfinite(r: Run, p: StagePlan, event) -> None:

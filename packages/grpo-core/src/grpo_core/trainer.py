@@ -73,9 +73,12 @@ class GrpoTrainer(GRPOTrainer):
                  snapshot: bool | str = "auto", max_skips: int = 10,
                  report: Callable[[Event], None] | None = None,
                  environment_rewards: dict | None = None, settings: dict | None = None, log=print,
-                 guard_rewards: dict | None = None, **kwargs):
+                 guard_rewards: dict | None = None, rollout_log: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.settings = settings  # what a checkpoint records (grpo_core.resume)
+        # {folder, every, stage, offset, index}: where and which steps the rollout log keeps
+        self.rollout_log = rollout_log
+        self.generation_round = 0  # generations made for the current step (dynamic sampling makes more)
         self.say = log  # (not `log`: that is the Trainer's own method)
         own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
         if environment_rewards:
@@ -160,6 +163,45 @@ class GrpoTrainer(GRPOTrainer):
         if autocast:
             stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, autocast)))
         return stack
+
+    # ---------------------------------------------------------------- scoring and the rollout log
+
+    def _generate_and_score_completions(self, inputs):
+        training = self.model.training
+        if training:
+            self.clear_batch_logs()  # TRL's batch logs then hold this batch only
+        out = super()._generate_and_score_completions(inputs)
+        if training and self.rollout_log is not None:
+            self._log_rollouts(inputs, out)
+        return out
+
+    def _log_rollouts(self, inputs: list[dict], out: dict) -> None:
+        """Every process takes part (the gathers); the main process writes the step's file."""
+        from accelerate.utils import gather_object
+
+        from . import rollout_log
+
+        cfg = self.rollout_log
+        step = cfg["offset"] + self.state.global_step + 1
+        if not rollout_log.logged(step, cfg["every"]):
+            return
+        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+        eos = {*self.eos_token_ids, self._tokenizer.pad_token_id}
+        ends = [[t for t, m in zip(ids, kept) if m] for ids, kept in
+                zip(out["completion_ids"].tolist(), out["completion_mask"].tolist())]
+        truncated = torch.tensor([not real or real[-1] not in eos for real in ends], device=mask.device)
+        tokens = self.accelerator.gather(mask.sum(dim=1)).tolist()
+        truncated = self.accelerator.gather(truncated).tolist()
+        rows = gather_object(inputs)
+        if not self.accelerator.is_main_process:
+            return
+        logs = self._logs
+        records = rollout_log.rows(
+            step, cfg["stage"], self.generation_round, self.num_generations, rows, list(logs["completion"]),
+            {name: list(logs["rewards"][name]) for name in self.reward_func_names}, self.reward_weights.tolist(),
+            list(logs["advantages"]), {k: list(v) for k, v in logs["extra"].items()}, tokens, truncated,
+            cfg["index"])
+        rollout_log.write(Path(cfg["folder"]), step, records, self.generation_round)
 
     # ---------------------------------------------------------------- non-finite guard
 
