@@ -48,6 +48,9 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
         per.append(f"{name} {'n/a' if v is None else f'{v:.3f}'}")
     if per:
         parts.append("  ".join(per))
+    acc = _finite(logs.get("eval/accuracy"))
+    if acc is not None:
+        parts.append(f"held-out accuracy {acc:.2f}")
     z = _finite(logs.get("frac_reward_zero_std"))
     if z is not None:
         parts.append(f"zero-std {z:.2f}")
@@ -141,6 +144,11 @@ class HealthCallback(TrainerCallback):
         self.n = n
         self.active: set[str] = set()
         self.events: list[dict] = []
+        # held-out evaluations: (step, mean training reward since the previous one, accuracy)
+        self.evals: deque = deque(maxlen=max(cfg.window, 2))
+        self._since: list[float] = []
+        self.stop: dict | None = None  # the divergence event that stops training (on_divergence: stop)
+        self.main = True  # the main process writes health.jsonl and warns
 
     def _emit(self, step: int, check: str, message: str, value: float, threshold: float) -> None:
         if check in self.active:
@@ -149,6 +157,8 @@ class HealthCallback(TrainerCallback):
         event = {"step": step, "stage": self.stage, "check": check, "value": value,
                  "threshold": threshold, "message": message}
         self.events.append(event)
+        if not self.main:
+            return
         with open(self.path, "a") as f:
             f.write(json.dumps(event) + "\n")
         self.warn(f"step {step}: {message}")
@@ -157,11 +167,44 @@ class HealthCallback(TrainerCallback):
         self.active.discard(check)
 
     def on_log(self, args, state, control, logs=None, **kw):
-        if not state.is_world_process_zero or not logs or "reward" not in logs:
+        if not logs or "reward" not in logs:
             return
-        self.check(self.offset + state.global_step, logs)
+        self.main = state.is_world_process_zero
+        self.check(self.offset + state.global_step, logs)  # every process (TRL's logs are gathered): one decision
+        if self.stop is not None:
+            control.should_save = True
+            control.should_training_stop = True
 
     def check(self, step: int, logs: dict) -> None:
+        self._check_signal(step, logs)
+        self._check_divergence(step, logs)
+
+    def _check_divergence(self, step: int, logs: dict) -> None:
+        """The training reward rose over the last ``window`` held-out evaluations while
+        held-out accuracy fell: the model may be learning the rewards, not the task."""
+        c = self.cfg
+        r, acc = _finite(logs.get("reward")), _finite(logs.get("eval/accuracy"))
+        if r is not None:
+            self._since.append(r)
+        if acc is None or not self._since:
+            return
+        self.evals.append((step, sum(self._since) / len(self._since), acc))
+        self._since = []
+        if len(self.evals) < self.evals.maxlen:
+            return
+        (s0, r0, a0), (s1, r1, a1) = self.evals[0], self.evals[-1]
+        if r1 > r0 + 1e-6 and a1 < a0 - 1e-6:
+            self._emit(step, "divergence",
+                       f"the training reward rose {r0:.3f} -> {r1:.3f} while held-out accuracy fell {a0:.2f} -> "
+                       f"{a1:.2f} (steps {s0}-{s1}, {len(self.evals)} evaluations): the model may be learning the "
+                       f"rewards, not the task. Read what it wrote: grpo rollouts OUTPUT_DIR --suspect.",
+                       a1 - a0, 0.0)
+            if c.on_divergence == "stop" and self.events and self.events[-1]["check"] == "divergence":
+                self.stop = self.events[-1]
+        else:
+            self._clear("divergence")
+
+    def _check_signal(self, step: int, logs: dict) -> None:
         c = self.cfg
         z = _finite(logs.get("frac_reward_zero_std"))
         if z is not None:

@@ -80,6 +80,9 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
         ax.plot(x, m, color=c, lw=1.4, label=name)
         if x2 == x:
             ax.fill_between(x, [a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)], color=c, alpha=0.08)
+    ex, acc = _series(rows, "eval/accuracy")
+    if acc:  # held-out accuracy next to the training rewards (the correctness reward among them)
+        ax.plot(ex, acc, color="tab:green", lw=2.0, ls="-.", marker="s", ms=4, label="held-out accuracy")
     _stage_lines(ax, rows)
     ax.set_ylabel("reward (mean ± std)")
     ax.grid(alpha=0.3)

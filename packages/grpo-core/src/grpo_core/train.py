@@ -97,6 +97,7 @@ class Run:
     offset: int = 0  # global steps of the stages before the current one
     carried: str | None = None  # weights a finished stage left, to load before the next one
     trainer: Any = None
+    heldout: list | None = None  # held-out rows for eval/accuracy (grpo_core.heldout), or None
 
     @property
     def cfg(self) -> RunConfig:
@@ -117,6 +118,7 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     """Train as ``cfg`` says; see the module docstring for the outputs. ``check``: run
     ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure;
     ``verbose``: keep the libraries' progress bars."""
+    from .heldout import heldout_rows
     from .prepare import load_model, lora_config, prepare
 
     main = is_main_process()
@@ -131,6 +133,7 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
         outputs.write_resolved(cfg, p.plans, p.root, p.device)
     model, tokenizer, precision = load_model(p, log)
     r = Run(p, precision, resume, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
+    r.heldout = heldout_rows(cfg, p, log)
     peft_config = lora_config(cfg)
     result = TrainResult(output_dir=r.root, global_step=0)
     for i, stage in enumerate(r.plans):
@@ -181,6 +184,16 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
 
 
 def _stage_callbacks(r: Run, p: StagePlan) -> dict:
+    from . import heldout
+
+    out = _monitors(r, p)
+    held = heldout.callback(r.cfg, r.p, p, r.heldout, r.offset)
+    if held is not None:
+        out["heldout"] = held
+    return out
+
+
+def _monitors(r: Run, p: StagePlan) -> dict:
     from .callbacks import (
         AdaptiveWeightsCallback,
         HealthCallback,
@@ -253,8 +266,9 @@ def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResu
     if "health" in callbacks:
         result.health_events.extend(callbacks["health"].events)
     result.global_step = r.offset + steps
-    if callbacks["interrupt"].requested or trainer.guard.stop is not None:
-        _report_stop(r, p, trainer, callbacks["interrupt"], result)
+    diverged = callbacks["health"].stop if "health" in callbacks else None
+    if callbacks["interrupt"].requested or trainer.guard.stop is not None or diverged:
+        _report_stop(r, p, trainer, callbacks["interrupt"], result, diverged)
         return model
     r.offset += steps
     result.stages.append({"name": name, "steps": steps})
@@ -297,7 +311,7 @@ def _save_after_crash(r: Run, trainer) -> str:
     return f"Saved {out} (step {step}, the last completed step). Continue with: {r.cfg.resume_command()}"
 
 
-def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult) -> None:
+def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult, diverged: dict | None = None) -> None:
     """The message for a run that ended before its last step, with what to do next."""
     ck = last_checkpoint(p.output_dir)
     again = r.cfg.resume_command()
@@ -305,6 +319,12 @@ def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult) 
         result.interrupted = True
         result.exit_code = interrupt.exit_code
         r.log(f"Saved {ck} at step {result.global_step}. Continue with: {again}")
+        return
+    if diverged is not None and trainer.guard.stop is None:
+        result.exit_code = 1
+        result.stopped = (f"Training stopped (health.on_divergence: stop) at step {diverged['step']}: "
+                          f"{diverged['message']} Saved {ck}. Continue with: {again}")
+        r.log(result.stopped)
         return
     event = trainer.guard.stop
     if event.saves_checkpoint:

@@ -1,0 +1,134 @@
+"""Held-out accuracy during training (eval/accuracy), the same as grpo eval measures
+it, and the alarm when the training reward rises while held-out accuracy falls."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+import grpo_core
+from grpo_core.callbacks import HealthCallback
+from grpo_core.config import HealthSection
+
+from .conftest import TINY
+
+HELDOUT = ("--dataset.eval_split", "test", "--heldout.every", "2", "--heldout.prompts", "6")
+
+
+def has_digit(completions, **kwargs):
+    """1.0 when the sum of the completion's character codes is even: a 'correctness' the random
+    tiny model meets on about half its completions, so accuracy is neither 0 nor 1."""
+    return [float(sum(map(ord, grpo_core.completion_text(c))) % 2 == 0) for c in completions]
+
+
+@pytest.fixture
+def digit_correctness(register_plugin):
+    mod = types.ModuleType("digit_plugin")
+    mod.register_rewards = grpo_core.hookimpl(
+        lambda register: register("test.has_digit", has_digit, correctness=True, range=(0, 1)))
+    register_plugin(mod, name="digit_plugin")
+
+
+@pytest.fixture
+def sharp_model(tiny_model, tmp_path):
+    """The tiny model with sharper logits: its greedy answers differ from prompt to prompt (the
+    plain one answers every prompt with the same newlines)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(8)
+    out = tmp_path / "sharp"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(out)
+    return out
+
+
+def records(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_correctness, sharp_model, tmp_path):
+    from grpo_core.cli import main
+
+    rewards = ("--rewards", "test.has_digit", "test.short:0.1")
+    code, out, err = grpo(TINY, "--max_steps", "4", *rewards, "--no-check", *HELDOUT, "--model.id", str(sharp_model),
+                          model=False)
+    assert code == 0, out + err
+    steps = [r for r in records(tmp_path / "out" / "metrics.jsonl") if "reward" in r]
+    measured = {r["step"]: r["eval/accuracy"] for r in steps if "eval/accuracy" in r}
+    assert sorted(measured) == [1, 2, 4]  # after the first step, then every 2 steps
+    assert 0 < measured[4] < 1  # a figure that can differ, not an all-or-nothing one
+    assert [line for line in out.splitlines() if line.startswith("step 2/4") and "held-out accuracy" in line]
+    # grpo eval on the trained adapter: the same 6 held-out prompts, greedy, the same reward
+    report = tmp_path / "eval.json"
+    assert main(["eval", str(TINY), "--model.id", str(sharp_model), "--checkpoint", str(tmp_path / "out" / "adapter"),
+                 "--limit", "6", "--split", "test", "--output", str(report), *rewards]) == 0
+    assert json.loads(report.read_text())["trained"]["accuracy"] == pytest.approx(measured[4])
+
+
+def test_no_correctness_reward_means_no_held_out_accuracy(grpo, tmp_path):
+    code, out, err = grpo(TINY, "--max_steps", "2", *HELDOUT)  # test.digits and test.short: no correctness reward
+    assert code == 0, out + err
+    assert not [r for r in records(tmp_path / "out" / "metrics.jsonl") if "eval/accuracy" in r]
+
+
+def _health(tmp_path, **kw) -> HealthCallback:
+    warned = []
+    cb = HealthCallback(HealthSection(window=3, **kw), tmp_path / "health.jsonl", warn=warned.append)
+    cb.warned = warned
+    return cb
+
+
+def test_reward_up_while_held_out_accuracy_falls_raises_the_alarm(tmp_path):
+    cb = _health(tmp_path)
+    # evaluations at steps 2, 4, 6: training reward (mean since the last one) 0.2, 0.4, 0.6; accuracy 0.5, 0.4, 0.3
+    for step, reward, acc in [(1, 0.2, None), (2, 0.2, 0.5), (3, 0.4, None), (4, 0.4, 0.4), (5, 0.6, None),
+                              (6, 0.6, 0.3)]:
+        cb.check(step, {"reward": reward, **({"eval/accuracy": acc} if acc is not None else {})})
+    events = [e for e in cb.events if e["check"] == "divergence"]
+    assert len(events) == 1 and events[0]["step"] == 6
+    assert ("the training reward rose 0.200 -> 0.600 while held-out accuracy fell 0.50 -> 0.30 (steps 2-6"
+            in events[0]["message"])
+    assert events[0]["value"] == pytest.approx(-0.2) and cb.stop is None  # warn, the default
+    assert records(tmp_path / "health.jsonl")[0]["check"] == "divergence"
+
+
+def test_both_rising_or_too_few_evaluations_raise_nothing(tmp_path):
+    cb = _health(tmp_path)
+    for step, acc in [(2, 0.3), (4, 0.4), (6, 0.5)]:  # both rise: learning
+        cb.check(step, {"reward": step / 10, "eval/accuracy": acc})
+    cb2 = _health(tmp_path)
+    for step, acc in [(2, 0.5), (4, 0.3)]:  # only 2 of window 3 evaluations
+        cb2.check(step, {"reward": step / 10, "eval/accuracy": acc})
+    assert not [e for e in cb.events + cb2.events if e["check"] == "divergence"]
+
+
+def test_on_divergence_stop_ends_the_run_with_a_checkpoint(grpo, digit_correctness, register_plugin, tmp_path,
+                                                            monkeypatch):
+    """Scripted: held-out accuracy falls 0.9, 0.8, 0.7, ... while the training reward (a reward that
+    pays more each step) rises."""
+    from grpo_core import heldout
+
+    falling = iter([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    monkeypatch.setattr(heldout.HeldoutCallback, "measure", lambda self: next(falling))
+    mod = types.ModuleType("rising_plugin")
+
+    def rising(completions, trainer_state=None, **kwargs):
+        step = trainer_state.global_step if trainer_state is not None else 0
+        return [0.1 * step for _ in completions]
+
+    mod.register_rewards = grpo_core.hookimpl(lambda register: register("test.rising", rising))
+    register_plugin(mod, name="rising_plugin")
+    code, out, err = grpo(TINY, "--max_steps", "6", "--rewards", "test.rising", "test.has_digit:0", "--no-check",
+                          "--dataset.eval_split", "test", "--heldout.every", "1", "--heldout.prompts", "2",
+                          "--health.window", "3", "--health.on_divergence", "stop")
+    text = out + err
+    assert code == 1, text
+    # evaluations after steps 1, 2, 3: accuracy 0.9 -> 0.7 while the reward rose 0.0 -> 0.2
+    assert "Training stopped (health.on_divergence: stop) at step 3" in text
+    assert (tmp_path / "out" / "checkpoint-3").is_dir() and not (tmp_path / "out" / "adapter").exists()
