@@ -73,12 +73,15 @@ class GrpoTrainer(GRPOTrainer):
                  snapshot: bool | str = "auto", max_skips: int = 10,
                  report: Callable[[Event], None] | None = None,
                  environment_rewards: dict | None = None, settings: dict | None = None, log=print,
-                 guard_rewards: dict | None = None, rollout_log: dict | None = None, **kwargs):
+                 guard_rewards: dict | None = None, rollout_log: dict | None = None, dynamic: dict | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.settings = settings  # what a checkpoint records (grpo_core.resume)
         # {folder, every, stage, offset, index}: where and which steps the rollout log keeps
         self.rollout_log = rollout_log
         self.generation_round = 0  # generations made for the current step (dynamic sampling makes more)
+        self.dynamic = dynamic  # {"max_rounds": N}: grpo_core.dynamic
+        self.prompt_stream = self._prompt_stream() if dynamic else None
         self.say = log  # (not `log`: that is the Trainer's own method)
         own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
         if environment_rewards:
@@ -167,13 +170,69 @@ class GrpoTrainer(GRPOTrainer):
     # ---------------------------------------------------------------- scoring and the rollout log
 
     def _generate_and_score_completions(self, inputs):
+        if self.model.training and self.dynamic:
+            return self._generate_dynamic(inputs)
+        return self._score_round(inputs, 0)
+
+    def _score_round(self, inputs, round_: int):
         training = self.model.training
         if training:
             self.clear_batch_logs()  # TRL's batch logs then hold this batch only
+        self.generation_round = round_
         out = super()._generate_and_score_completions(inputs)
         if training and self.rollout_log is not None:
             self._log_rollouts(inputs, out)
         return out
+
+    # ---------------------------------------------------------------- dynamic sampling
+
+    def _prompt_stream(self):
+        from .dynamic import PromptStream
+        from .errors import ConfigError
+
+        local = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        if local % self.num_generations:
+            raise ConfigError(
+                f"sampling.dynamic needs each process's generation batch (per_device_train_batch_size x "
+                f"steps_per_generation = {local}) to hold whole groups of num_generations = {self.num_generations}: "
+                f"make it a multiple of {self.num_generations}.")
+        return PromptStream(len(self.train_dataset), seed=self.args.seed + 1)
+
+    def _generate_dynamic(self, inputs):
+        """Rounds of generation until each process has its groups with a spread (or the
+        rounds run out); see :mod:`grpo_core.dynamic`."""
+        from .dynamic import choose, flat_groups, merge
+
+        g, local, procs = self.num_generations, len(inputs) // self.num_generations, self.accelerator.num_processes
+        outputs, flags = [], []
+        for round_ in range(self.dynamic["max_rounds"]):
+            batch = inputs if round_ == 0 else self._fresh_inputs(local)
+            outputs.append(self._score_round(batch, round_))
+            logs = self._logs  # gathered: the same on every process, so is the decision
+            flags.append(flat_groups([list(logs["rewards"][n]) for n in self.reward_func_names],
+                                     self.reward_weights.tolist(), g))
+            if all(sum(not f for fl in flags for f in fl[p * local:(p + 1) * local]) >= local for p in range(procs)):
+                break
+        chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
+        picks, _ = chosen[self.accelerator.process_index]
+        generated = sum(len(fl) for fl in flags)
+        for name, value in (("rounds", len(outputs)), ("groups_generated", generated),
+                            ("groups_dropped", generated - local * procs),
+                            ("flat_share_trained", sum(flat for _, flat in chosen) / (local * procs))):
+            self.record_metric(f"sampling/{name}", float(value))
+        if len(outputs) == 1:
+            return outputs[0]
+        out = merge(outputs, picks, g, self._tokenizer.pad_token_id)
+        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+        out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+        return out
+
+    def _fresh_inputs(self, local: int) -> list[dict]:
+        """``local`` fresh prompts for this process (every process draws the same ones and
+        takes its share), each repeated for its group."""
+        drawn = self.prompt_stream.take(local * self.accelerator.num_processes)
+        me = self.accelerator.process_index
+        return [self.train_dataset[i] for i in drawn[me * local:(me + 1) * local] for _ in range(self.num_generations)]
 
     def _log_rollouts(self, inputs: list[dict], out: dict) -> None:
         """Every process takes part (the gathers); the main process writes the step's file."""
@@ -272,10 +331,13 @@ class GrpoTrainer(GRPOTrainer):
         folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
         if self._mid_buffer() and self._buffered_inputs is not None:
             torch.save(self._buffered_inputs, self._buffer_path(folder))
-        if self.settings is not None and self.accelerator.is_main_process and folder.is_dir():
-            from .resume import write
+        if self.accelerator.is_main_process and folder.is_dir():
+            if self.settings is not None:
+                from .resume import write
 
-            write(folder, self.settings)
+                write(folder, self.settings)
+            if self.prompt_stream is not None:
+                self.prompt_stream.save(folder)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
@@ -299,6 +361,8 @@ class GrpoTrainer(GRPOTrainer):
         """TRL does not save its generation buffer nor the micro-step counter that picks
         slices of it; without both a resumed run trains one batch twice and shifts the rest."""
         self._step = global_step * self.args.gradient_accumulation_steps
+        if self._resume_dir is not None and self.prompt_stream is not None:
+            self.prompt_stream.load(self._resume_dir)
         if self._resume_dir is None or not self._mid_buffer():
             return
         path = self._buffer_path(self._resume_dir)

@@ -1,0 +1,145 @@
+"""Dynamic sampling (DAPO): every group trained on teaches something.
+
+A group whose completions all score the same has zero advantage: it costs a
+generation and moves nothing. With ``sampling: {dynamic: true, max_rounds: 3}``,
+after a generation batch is scored, its flat groups are dropped and groups for
+fresh prompts are generated in their place, until every process has its batch of
+groups with a spread or ``max_rounds`` generations were made. If the rounds run
+out, the places left are filled with the first flat groups generated, so the
+batch keeps its shape (they add nothing to the policy gradient; the loss
+normaliser counts their tokens, as it would without dynamic sampling), and the
+flat share trained on is logged.
+
+- The decision is taken on TRL's gathered rewards, so every process takes the
+  same one and makes the same number of rounds (its collectives stay in step);
+  each process fills its own places from its own groups, which needs the groups
+  of a generation batch not to straddle processes.
+- Fresh prompts come from the training set in a seeded order of their own
+  (:class:`PromptStream`); its position is saved with every checkpoint
+  (``grpo_dynamic.json``), so ``--resume`` draws what the uninterrupted run drew.
+- Metrics per step: ``sampling/rounds``, ``sampling/groups_generated``,
+  ``sampling/groups_dropped`` and ``sampling/flat_share_trained``.
+
+verl (``algorithm.filter_groups``), ms-swift (``--dynamic_sample``) and the DAPO
+paper do the same on their own trainers; TRL has no such option (#3708).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+STATE = "grpo_dynamic.json"
+# batch entries laid out per prompt (left-padded) and per completion (right-padded)
+PROMPT_KEYS = {"prompt_ids": "pad", "prompt_mask": 0}
+COMPLETION_KEYS = {"completion_ids": "pad", "completion_mask": 0, "tool_mask": 0, "old_per_token_logps": 0.0,
+                   "ref_per_token_logps": 0.0, "sampling_per_token_logps": 0.0}
+ROW_KEYS = ("advantages",)
+
+
+def flat_groups(per_reward: Sequence[Sequence], weights: Sequence[float], group_size: int) -> list[bool]:
+    """Per group of ``group_size`` consecutive completions: do their weighted totals
+    (TRL's nansum) all agree? A group with fewer than two scorable completions is flat."""
+    n = len(per_reward[0]) if per_reward else 0
+    totals = []
+    for i in range(n):
+        values = [(w, float(col[i])) for w, col in zip(weights, per_reward) if col[i] is not None]
+        finite = [(w, v) for w, v in values if math.isfinite(v)]
+        totals.append(sum(w * v for w, v in finite) if finite else math.nan)
+    out = []
+    for start in range(0, n, group_size):
+        group = [t for t in totals[start:start + group_size] if math.isfinite(t)]
+        out.append(len(group) < 2 or max(group) - min(group) <= 1e-6 * max(1.0, abs(max(group))))
+    return out
+
+
+def choose(flat_by_round: list[list[bool]], need: int) -> tuple[list[tuple[int, int]], int]:
+    """Which (round, group) fill a process's ``need`` places: groups with a spread in
+    the order generated, then, when the rounds ran out, the first flat ones. Returns
+    the picks and how many of them are flat."""
+    spread = [(r, g) for r, flags in enumerate(flat_by_round) for g, flat in enumerate(flags) if not flat]
+    picks = spread[:need]
+    flat = [(r, g) for r, flags in enumerate(flat_by_round) for g, flat in enumerate(flags) if flat]
+    filler = flat[:need - len(picks)]
+    return picks + filler, len(filler)
+
+
+def merge(outputs: list[dict], picks: list[tuple[int, int]], group_size: int, pad_id: int) -> dict:
+    """One batch of the picked groups' rows, padded to common widths."""
+    import torch
+
+    rows = {r: [] for r in range(len(outputs))}
+    order = []
+    for r, g in picks:
+        order.append((r, len(rows[r])))
+        rows[r].extend(range(g * group_size, (g + 1) * group_size))
+    first = outputs[0]
+    unknown = set(first) - set(PROMPT_KEYS) - set(COMPLETION_KEYS) - set(ROW_KEYS) - {"num_items_in_batch"}
+    if unknown:
+        raise ValueError(f"dynamic sampling cannot merge {sorted(unknown)} (vision inputs or vLLM importance "
+                         f"sampling); turn sampling.dynamic off for this run.")
+    out = {}
+    for key in first:
+        if key == "num_items_in_batch":
+            continue
+        parts = []
+        for (r, start) in order:
+            index = torch.tensor(rows[r][start:start + group_size], device=outputs[r][key].device)
+            parts.append(outputs[r][key].index_select(0, index))
+        out[key] = _concat(key, parts, pad_id)
+    return out
+
+
+def _concat(key: str, parts: list, pad_id: int):
+    import torch
+
+    if key in ROW_KEYS:
+        return torch.cat(parts)
+    width = max(p.shape[1] for p in parts)
+    fill = PROMPT_KEYS.get(key, COMPLETION_KEYS.get(key))
+    value = pad_id if fill == "pad" else fill
+    left = key in PROMPT_KEYS
+    padded = []
+    for p in parts:
+        extra = width - p.shape[1]
+        if extra:
+            pad = torch.full((p.shape[0], extra, *p.shape[2:]), value, dtype=p.dtype, device=p.device)
+            p = torch.cat([pad, p] if left else [p, pad], dim=1)
+        padded.append(p)
+    return torch.cat(padded)
+
+
+class PromptStream:
+    """Fresh prompts in a seeded order of their own, reshuffled each pass; its position
+    is all the state a checkpoint needs."""
+
+    def __init__(self, size: int, seed: int, position: int = 0):
+        self.size, self.seed, self.position = size, seed, position
+
+    def take(self, n: int) -> list[int]:
+        out = []
+        while len(out) < n:
+            epoch, offset = divmod(self.position, self.size)
+            order = list(range(self.size))
+            random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
+            step = min(n - len(out), self.size - offset)
+            out += order[offset:offset + step]
+            self.position += step
+        return out
+
+    def save(self, folder: Path) -> None:
+        (Path(folder) / STATE).write_text(json.dumps({"seed": self.seed, "position": self.position}) + "\n")
+
+    def load(self, folder: Path) -> bool:
+        path = Path(folder) / STATE
+        if not path.is_file():
+            return False
+        state = json.loads(path.read_text())
+        self.seed, self.position = int(state["seed"]), int(state["position"])
+        return True
+
+
+__all__ = ["flat_groups", "choose", "merge", "PromptStream", "STATE"]

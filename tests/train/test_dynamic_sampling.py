@@ -1,0 +1,129 @@
+"""Dynamic sampling: flat groups are dropped and replaced by fresh prompts' groups, the
+trained flat share is 0 (or logged, when the rounds run out), and --resume replays it."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+import grpo_core
+from grpo_core import rollout_log
+from grpo_core.dynamic import PromptStream, choose, flat_groups
+
+from .conftest import TINY
+
+
+def parity(completions, question, **kwargs):
+    """Flat by construction on even questions ('What is 4 + 1?': 0.5 for every completion);
+    on odd ones the sum of the completion's character codes modulo 97, over 97 (it differs
+    from completion to completion)."""
+    out = []
+    for c, q in zip(completions, question):
+        n = int(q.split()[2])
+        out.append(0.5 if n % 2 == 0 else sum(map(ord, grpo_core.completion_text(c))) % 97 / 97)
+    return out
+
+
+@pytest.fixture
+def parity_reward(register_plugin):
+    mod = types.ModuleType("parity_plugin")
+    mod.register_rewards = grpo_core.hookimpl(lambda register: register("test.parity", parity))
+    register_plugin(mod, name="parity_plugin")
+
+
+# two groups of 4 a step (per_device_train_batch_size 8, num_generations 4)
+ARGS = ("--rewards", "test.parity", "--no-check", "--per_device_train_batch_size", "8", "--max_steps", "3")
+
+
+def steps_of(path):
+    return [r for r in map(json.loads, path.read_text().splitlines()) if "reward" in r]
+
+
+def even(prompt: str) -> bool:
+    return int(prompt.split()[2]) % 2 == 0
+
+
+def test_without_dynamic_sampling_the_flat_share_is_the_constructed_one(grpo, parity_reward, tmp_path):
+    code, out, err = grpo(TINY, *ARGS)
+    assert code == 0, out + err
+    log = rollout_log.read(tmp_path / "out").to_pylist()
+    for step in steps_of(tmp_path / "out" / "metrics.jsonl"):
+        groups = {r["group"]: r["prompt"] for r in log if r["step"] == step["step"]}
+        # TRL's own count: the share of groups on an even question
+        assert step["frac_reward_zero_std"] == sum(map(even, groups.values())) / 2
+        assert "sampling/rounds" not in step
+
+
+def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, parity_reward, tmp_path):
+    code, out, err = grpo(TINY, *ARGS, "--sampling.dynamic", "true", "--sampling.max_rounds", "8")
+    assert code == 0, out + err
+    log = rollout_log.read(tmp_path / "out").to_pylist()
+    for step in steps_of(tmp_path / "out" / "metrics.jsonl"):
+        rows = [r for r in log if r["step"] == step["step"]]
+        rounds = sorted({r["round"] for r in rows})
+        groups = {(r["round"], r["group"]): r["prompt"] for r in rows}
+        # every round generated 2 groups; the step trains 2 of them, so the rest were dropped
+        assert step["sampling/rounds"] == len(rounds) and rounds == list(range(len(rounds)))
+        assert step["sampling/groups_generated"] == 2 * len(rounds) == len(groups)
+        assert step["sampling/groups_dropped"] == 2 * len(rounds) - 2
+        assert step["sampling/flat_share_trained"] == 0.0
+        # the rounds stopped as soon as 2 odd (spread) groups had been generated
+        odd = [key for key, prompt in sorted(groups.items()) if not even(prompt)]
+        assert len(odd) >= 2 and odd[1][0] == rounds[-1]
+    assert any(s["sampling/rounds"] > 1 for s in steps_of(tmp_path / "out" / "metrics.jsonl"))
+
+
+def test_when_the_rounds_run_out_flat_groups_fill_the_batch_and_are_counted(grpo, parity_reward, tmp_path):
+    code, out, err = grpo(TINY, *ARGS, "--sampling.dynamic", "true", "--sampling.max_rounds", "1")
+    assert code == 0, out + err
+    log = rollout_log.read(tmp_path / "out").to_pylist()
+    for step in steps_of(tmp_path / "out" / "metrics.jsonl"):
+        groups = {r["group"]: r["prompt"] for r in log if r["step"] == step["step"]}
+        assert step["sampling/rounds"] == 1 and step["sampling/groups_dropped"] == 0
+        assert step["sampling/flat_share_trained"] == sum(map(even, groups.values())) / 2
+
+
+def test_resume_replays_the_uninterrupted_runs_prompts_and_completions(grpo, parity_reward, tmp_path):
+    from .conftest import INTERRUPT
+
+    dyn = ("--sampling.dynamic", "true", "--sampling.max_rounds", "6", "--max_steps", "4", "--save_steps", "1",
+           "--rewards", "test.parity", "test.interrupt:0", "--no-check", "--per_device_train_batch_size", "8")
+    code, out, err = grpo(TINY, *dyn, out=tmp_path / "whole")
+    assert code == 0, err
+    INTERRUPT.update(at_call=4, calls=0, signal="SIGINT")  # during step 2's rounds or after
+    code, out, err = grpo(TINY, *dyn, out=tmp_path / "cut")
+    assert code == 130, err
+    code, out, err = grpo(TINY, *dyn, "--resume", out=tmp_path / "cut")
+    assert code == 0, err
+
+    def seen(run):
+        return [(r["step"], r["round"], r["prompt"], r["completion"]) for r in rollout_log.read(tmp_path / run).to_pylist()]
+
+    assert seen("cut") == seen("whole")
+
+
+@pytest.mark.parametrize("rewards, expected", [
+    ([[1, 1, 1, 1, 0, 1, 0, 1]], [True, False]),
+    ([[1, 1, None, 1, 0.5, None, None, None]], [True, True]),  # one scorable completion: no spread
+    ([[1, 0, 1, 0], [0, 1, 0, 1]], [True]),  # weights 1 and 1: every total 1
+])
+def test_a_group_is_flat_when_its_weighted_totals_agree(rewards, expected):
+    assert flat_groups(rewards, [1.0] * len(rewards), 4) == expected
+
+
+def test_places_go_to_groups_with_a_spread_then_to_the_first_flat_ones():
+    # round 0: flat, spread; round 1: flat, flat; round 2: spread, spread
+    flags = [[True, False], [True, True], [False, False]]
+    assert choose(flags, 2) == ([(0, 1), (2, 0)], 0)
+    assert choose(flags[:2], 2) == ([(0, 1), (0, 0)], 1)  # rounds ran out: one flat place
+
+
+def test_the_prompt_stream_is_seeded_and_resumable(tmp_path):
+    a = PromptStream(5, seed=3)
+    first = a.take(7)  # one pass of 5, then 2 of the next pass
+    assert sorted(first[:5]) == [0, 1, 2, 3, 4] and len(set(first[5:])) == 2
+    a.save(tmp_path)
+    b = PromptStream(5, seed=0)
+    assert b.load(tmp_path) and b.take(3) == a.take(3)
