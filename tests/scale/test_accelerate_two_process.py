@@ -79,3 +79,68 @@ def test_two_cpu_processes_train_score_and_write_once(tiny_model, tmp_path):
     assert "rewards/marks.rank/mean" in steps[0] and "rewards/brevity/mean" in steps[0]
     assert (out / "rewards.png").is_file() and (out / "adapter" / "adapter_config.json").is_file()
     assert proc.stdout.count("step 1/2") == 1
+
+
+PARITY = """
+import os
+from grpo_core import hookimpl, completion_text
+
+def parity(completions, question, **kwargs):
+    # flat on even questions, a spread on odd ones; each call's batch size is written per process
+    with open(os.path.join(os.environ["GRPO_TEST_MARKS"], f"calls{os.environ.get('RANK', '0')}.log"), "a") as fh:
+        fh.write(f"{len(completions)}\\n")
+    out = []
+    for c, q in zip(completions, question):
+        n = int(q.split()[2])
+        out.append(0.5 if n % 2 == 0 else sum(map(ord, completion_text(c))) % 97 / 97)
+    return out
+
+@hookimpl
+def register_rewards(register):
+    register("marks.parity", parity)
+"""
+
+TOY = """
+from datasets import Dataset
+from grpo_core import hookimpl
+
+def toy(split="train", size=32):
+    return Dataset.from_dict({"question": [f"What is {i} + 1?" for i in range(size)],
+                              "answer": [str(i + 1) for i in range(size)]})
+
+@hookimpl
+def register_datasets(register):
+    register("toy2", toy)
+"""
+
+
+def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_path):
+    """Each process holds one group a step; a round ends only when both have a group with a
+    spread, so both make the same number of rounds (else the gathers would hang)."""
+    site, marks, out = tmp_path / "site", tmp_path / "marks", tmp_path / "out"
+    marks.mkdir()
+    make_dist(site, "grpo-marks", {"marks": "grpo_marks"}, {"grpo_marks": PARITY + TOY})
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
+        "dataset": {"name": "toy2"}, "rewards": ["marks.parity"], "sampling": {"dynamic": True, "max_rounds": 8},
+        "max_steps": 3, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+        "gradient_checkpointing": False, "save_strategy": "no", "report_to": [], "seed": 0, "output_dir": str(out),
+    }))
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               GRPO_PLUGINS="grpo-marks", GRPO_TEST_MARKS=str(marks), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+         str(ROOT / "examples" / "accelerate" / "cpu-2proc.yaml"), "-m", "grpo_core", "train", str(cfg), "--no-check"],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-12000:]
+    calls = [[n for n in (marks / f"calls{r}.log").read_text().split() if n != "0"] for r in (0, 1)]
+    assert calls[0] == calls[1] and set(calls[0]) == {"4"}  # the same rounds, 4 completions each
+    steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x]
+    assert [s["sampling/flat_share_trained"] for s in steps] == [0.0, 0.0, 0.0]
+    assert sum(s["sampling/rounds"] for s in steps) == len(calls[0]) > 3  # one scoring call per round; some step redrew
+    assert all(s["sampling/groups_generated"] == 2 * s["sampling/rounds"] for s in steps)
+    from grpo_core import rollout_log
+
+    log = rollout_log.read(out).to_pylist()  # the main process wrote both processes' completions
+    assert len(log) == 4 * 2 * len(calls[0])
