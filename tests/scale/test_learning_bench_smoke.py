@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_learning_bench_smoke_mode_prints_the_table():
+    env = {k: v for k, v in os.environ.items() if k != "GRPO_PLUGINS"}  # the installed plugins, as a user has them
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "learning.py"), "--quick"], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
+                          text=True, timeout=600, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     rows = [line.split() for line in proc.stdout.splitlines() if line.split()[:1] in (["bare"], ["grpo"], ["dynamic"])
             and len(line.split()) == 9]
