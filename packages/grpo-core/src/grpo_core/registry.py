@@ -151,7 +151,8 @@ def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: d
     plugin (tests do) builds it anew.
     """
     plugins.load_plugins()
-    key = tuple((name, id(plugin)) for name, plugin in plugins.pm.list_name_plugin())
+    key = tuple((name, id(plugin), plugins.plugin_info(name).distribution)
+                for name, plugin in plugins.pm.list_name_plugin())
     cached = _CACHE.get(hook_name)
     if cached is not None and cached[0] == key:
         return cached[1]
