@@ -139,6 +139,20 @@ def test_adaptive_weights_set_the_weights_trl_multiplies_rewards_by(train, fixed
     assert [r["success/fixed.quarter"] for r in steps] == [0.25] * 4
 
 
+def test_adaptive_weights_move_once_per_generation_batch(train, fixed_rates, tmp_path):
+    """With steps_per_generation 2 one batch trains two steps: the weights move once per batch,
+    not once per step on the same success rates."""
+    trl_weights = TrlWeights()
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text(TINY.read_text() + "adaptive_weights: {target: 0.5, rate: 1.0, threshold: 0.5, max_factor: 2.0}\n")
+    result, lines = train("--max_steps", "4", "--steps_per_generation", "2", "--rewards", "fixed.quarter:1.0",
+                          "fixed.all:0.5", config=cfg, callbacks=[trl_weights], check=False)
+    assert result.exit_code == 0, lines
+    # batches at steps 1 and 3: quarter 1.0 -> e^0.25 (steps 1, 2) -> e^0.5 (steps 3, 4)
+    assert [trl_weights.after[s][0] for s in (1, 2, 3, 4)] == pytest.approx(
+        [1.2840254, 1.2840254, 1.6487213, 1.6487213], rel=1e-6)
+
+
 def test_summary_line():
     logs = {"reward": 0.4123, "reward_std": 0.2311, "rewards/math.correctness/mean": 0.25,
             "rewards/format.x/mean": None, "frac_reward_zero_std": 0.25, "kl": 0.0012,

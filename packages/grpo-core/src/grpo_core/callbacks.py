@@ -262,6 +262,7 @@ class AdaptiveWeightsCallback(TrainerCallback):
         self.base = [float(w) for w in weights]
         self.factors = [1.0] * len(weights)
         self.trainer = None
+        self._seen = 0  # the trainer's generation batches already steered by
 
     def bind(self, trainer) -> None:
         self.trainer = trainer
@@ -284,8 +285,9 @@ class AdaptiveWeightsCallback(TrainerCallback):
         return [b * f for b, f in zip(self.base, self.factors)]
 
     def on_step_end(self, args, state, control, **kw):
-        if self.trainer is None:
-            return
+        if self.trainer is None or self.trainer.generations == self._seen:
+            return  # no new generation batch since the last update (steps_per_generation, num_iterations)
+        self._seen = self.trainer.generations
         rates = self.success_rates()
         weights = self.update(rates)
         tw = self.trainer.reward_weights

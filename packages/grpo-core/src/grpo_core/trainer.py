@@ -80,6 +80,7 @@ class GrpoTrainer(GRPOTrainer):
         # {folder, every, stage, offset, index}: where and which steps the rollout log keeps
         self.rollout_log = rollout_log
         self.generation_round = 0  # generations made for the current step (dynamic sampling makes more)
+        self.generations = 0  # generation batches scored in training so far
         self.dynamic = dynamic  # {"max_rounds": N}: grpo_core.dynamic
         self.prompt_stream = self._prompt_stream() if dynamic else None
         self.say = log  # (not `log`: that is the Trainer's own method)
@@ -180,6 +181,8 @@ class GrpoTrainer(GRPOTrainer):
             self.clear_batch_logs()  # TRL's batch logs then hold this batch only
         self.generation_round = round_
         out = super()._generate_and_score_completions(inputs)
+        if training:
+            self.generations += 1
         if training and self.rollout_log is not None:
             self._log_rollouts(inputs, out)
         return out
