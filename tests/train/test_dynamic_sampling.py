@@ -127,3 +127,26 @@ def test_the_prompt_stream_is_seeded_and_resumable(tmp_path):
     a.save(tmp_path)
     b = PromptStream(5, seed=0)
     assert b.load(tmp_path) and b.take(3) == a.take(3)
+
+
+def test_flat_is_judged_on_the_named_reward_when_sampling_metric_names_one(grpo, parity_reward, tmp_path):
+    """test.short gives every group a spread, so on the total nothing is flat; judged on
+    test.parity alone, the even questions' groups are flat and dropped."""
+    args = ("--rewards", "test.parity", "test.short:0.1", "--no-check", "--per_device_train_batch_size", "8",
+            "--max_steps", "3", "--sampling.dynamic", "true", "--sampling.max_rounds", "8")
+    code, out, err = grpo(TINY, *args, out=tmp_path / "total")
+    assert code == 0, err
+    assert all(s["sampling/rounds"] == 1 for s in steps_of(tmp_path / "total" / "metrics.jsonl"))
+    code, out, err = grpo(TINY, *args, "--sampling.metric", "test.parity", out=tmp_path / "parity")
+    assert code == 0, err
+    log = rollout_log.read(tmp_path / "parity").to_pylist()
+    for step in steps_of(tmp_path / "parity" / "metrics.jsonl"):
+        groups = {(r["round"], r["group"]): r["prompt"] for r in log if r["step"] == step["step"]}
+        assert step["sampling/groups_dropped"] == len(groups) - 2 and step["sampling/flat_share_trained"] == 0.0
+    assert any(s["sampling/rounds"] > 1 for s in steps_of(tmp_path / "parity" / "metrics.jsonl"))
+
+
+def test_a_metric_that_is_not_a_reward_is_a_clear_error(grpo, parity_reward):
+    code, out, err = grpo(TINY, "--rewards", "test.parity", "--sampling.dynamic", "true", "--sampling.metric",
+                          "math.correctness", "--dry-run")
+    assert code == 2 and "sampling.metric is 'math.correctness', which is not a reward of stage 'main' (test.parity)" in err

@@ -128,6 +128,9 @@ class SamplingSection:
     # replaced by groups for fresh prompts, up to max_rounds generations per batch
     dynamic: bool = False
     max_rounds: int = 3
+    # what "flat" is judged on: the weighted total (TRL's advantage), or one reward's scores by
+    # its logged name (verl's filter_groups.metric: acc), e.g. math.correctness
+    metric: str = "total"
 
 
 @dataclass
@@ -532,12 +535,14 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     environment = _environment(raw)
     health = _health(raw)
     stages = _stages(raw, known, environment, health.reward_time_limit)
-    return RunConfig(
+    cfg = RunConfig(
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
         stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
         cli=cli, explicit=set(training) | set(cli), env=env, environment=environment, overrides=tuple(overrides),
         log=_log(raw), sampling=_sampling(raw), heldout=_section(raw, "heldout", HeldoutSection, ""),
     )
+    check_sampling_metric(cfg)
+    return cfg
 
 
 def apply_env(cfg: RunConfig) -> None:
@@ -639,6 +644,18 @@ def _sampling(raw: dict) -> SamplingSection:
         raise ConfigError(f"sampling.max_rounds is {section.max_rounds}; it must be at least 1 (the first "
                           f"generation counts).")
     return section
+
+
+def check_sampling_metric(cfg: RunConfig) -> None:
+    """``sampling.metric`` names a reward of every stage (by its logged name)."""
+    metric = cfg.sampling.metric
+    if not cfg.sampling.dynamic or metric == "total":
+        return
+    for stage in cfg.stages:
+        names = [f.__name__ for f in stage.funcs]
+        if metric not in names:
+            raise ConfigError(f"sampling.metric is {metric!r}, which is not a reward of stage '{stage.name}' "
+                              f"({', '.join(names)}); use one of them, or total.")
 
 
 def _adaptive(value: Any) -> AdaptiveSection | None:

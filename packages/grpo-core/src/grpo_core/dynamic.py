@@ -17,6 +17,10 @@ flat share trained on is logged.
 - Fresh prompts come from the training set in a seeded order of their own
   (:class:`PromptStream`); its position is saved with every checkpoint
   (``grpo_dynamic.json``), so ``--resume`` draws what the uninterrupted run drew.
+- "Flat" is judged on the weighted total (what TRL's advantage is computed
+  from), or on one reward's scores with ``sampling.metric: math.correctness``
+  (verl's ``filter_groups.metric: acc``): a length reward's spread then does
+  not hide groups that all fail, or all pass, the task.
 - Metrics per step: ``sampling/rounds``, ``sampling/groups_generated``,
   ``sampling/groups_dropped`` and ``sampling/flat_share_trained``.
 

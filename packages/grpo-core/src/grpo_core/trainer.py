@@ -204,16 +204,14 @@ class GrpoTrainer(GRPOTrainer):
     def _generate_dynamic(self, inputs):
         """Rounds of generation until each process has its groups with a spread (or the
         rounds run out); see :mod:`grpo_core.dynamic`."""
-        from .dynamic import choose, flat_groups, merge
+        from .dynamic import choose, merge
 
         g, local, procs = self.num_generations, len(inputs) // self.num_generations, self.accelerator.num_processes
         outputs, flags = [], []
         for round_ in range(self.dynamic["max_rounds"]):
             batch = inputs if round_ == 0 else self._fresh_inputs(local)
             outputs.append(self._score_round(batch, round_))
-            logs = self._logs  # gathered: the same on every process, so is the decision
-            flags.append(flat_groups([list(logs["rewards"][n]) for n in self.reward_func_names],
-                                     self.reward_weights.tolist(), g))
+            flags.append(self._flat_flags(g))
             if all(sum(not f for fl in flags for f in fl[p * local:(p + 1) * local]) >= local for p in range(procs)):
                 break
         chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
@@ -229,6 +227,18 @@ class GrpoTrainer(GRPOTrainer):
         mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
         out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
         return out
+
+    def _flat_flags(self, group_size: int) -> list[bool]:
+        """Per group of the batch just scored: flat on the total, or on the reward ``metric``
+        names. TRL's logs are gathered, the same on every process: so is the decision."""
+        from .dynamic import flat_groups
+
+        rewards = self._logs["rewards"]
+        metric = self.dynamic.get("metric", "total")
+        if metric == "total":
+            return flat_groups([list(rewards[n]) for n in self.reward_func_names], self.reward_weights.tolist(),
+                               group_size)
+        return flat_groups([list(rewards[metric])], [1.0], group_size)
 
     def _fresh_inputs(self, local: int) -> list[dict]:
         """``local`` fresh prompts for this process (every process draws the same ones and
