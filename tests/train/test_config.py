@@ -95,13 +95,14 @@ def fails(grpo, *args, text: str = "", tmp_path=None, model=True):
 @pytest.mark.parametrize(
     "text, cli, expected",
     [
-        ("max_prompt_length: 256\n", [], ["max_prompt_length", "removed", "max_completion_length"]),
+        # --strict: without it, removed settings whose intent is plain are translated (test_config_problems.py)
+        ("max_prompt_length: 256\n", ["--strict"], ["max_prompt_length", "removed", "max_completion_length"]),
         ("num_generation: 4\n", [], ["num_generation", "num_generations"]),
-        ("", ["--max_prompt_length", "64"], ["max_prompt_length", "max_completion_length"]),
+        ("", ["--max_prompt_length", "64", "--strict"], ["max_prompt_length", "max_completion_length"]),
         ("", ["--num_generation", "4"], ["num_generations"]),
         ("model_name_or_path: x\n", [], ["model.id"]),
-        ("evaluation_strategy: steps\n", [], ["eval_strategy"]),
-        ("warmup_ratio: 0.1\n", [], ["warmup_steps"]),
+        ("evaluation_strategy: steps\n", ["--strict"], ["eval_strategy"]),
+        ("warmup_ratio: 0.1\n", ["--strict"], ["warmup_steps"]),
         ("learning_rat: 0.1\n", [], ["learning_rat", "learning_rate"]),
         ("", ["--lerning_rate", "0.1"], ["lerning_rate", "learning_rate"]),
         ("reward_weights: [1.0, 2.0]\n", [], ["reward_weights", "rewards section"]),

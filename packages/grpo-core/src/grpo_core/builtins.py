@@ -30,7 +30,10 @@ def register_rewards(register):
 
 @hookimpl
 def register_datasets(register):
+    from .openr1 import openr1_dataset
     from .trl_compat import trl_dataset
 
     register("trl", trl_dataset, description="A dataset as `trl grpo` loads it: dataset_name (hub id or local path) "
              "or a datasets: mixture; keeps its prompt column")
+    register("openr1", openr1_dataset, description="A dataset as open-r1's GRPO script loads it: dataset_name or "
+             "dataset_mixture, its prompt_column's text as the question")

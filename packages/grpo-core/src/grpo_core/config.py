@@ -10,9 +10,15 @@ and ``--section.key value`` one of ours (``--model.id``, ``--lora.r 8``,
 ``--dataset.params.level 2``); ``--rewards SPEC [SPEC ...]`` replaces the
 reward list. Command-line values apply to every stage.
 
+`trl grpo` and open-r1 recipes are read as they are (:mod:`grpo_core.trl_compat`,
+:mod:`grpo_core.openr1`); settings TRL removed whose intent is plain
+(``warmup_ratio``, ``max_prompt_length``, ...) are read as what replaced them, each
+with a note (``--strict``: an error).
+
 Loading a config checks everything it can without a model: names, weights,
-parameters, removed TRL fields. Heavy imports happen in the functions that need
-them (``training_args``).
+parameters, removed TRL fields, values TRL would fail on. Its problems are
+gathered (:mod:`grpo_core.problems`) and reported together, numbered. Heavy imports
+happen in the functions that need them (``training_args``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, GrpoError, SpecError, UnknownNameError
+from .problems import Problems
 
 SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights", "environment", "tools",
             "log", "sampling", "heldout")
@@ -52,6 +59,26 @@ REMOVED: dict[str, str] = {
     "vllm_guided_decoding_regex": "renamed: use vllm_structured_outputs_regex",
     "wandb_log_unique_prompts": "renamed: use log_unique_prompts",
     "system_prompt": "use dataset.system_prompt",
+    "vllm_device": "removed in TRL: vLLM's place is vllm_mode (colocate: on the training GPUs; server: "
+    "`trl vllm-serve` on others)",
+}
+
+# Removed settings whose intent is plain, read as what replaced them (a GRPOConfig field,
+# an environment variable "env:VAR", or None: dropped), each with a note; --strict refuses them.
+TRANSLATED: dict[str, str | None] = {
+    "warmup_ratio": "warmup_steps", "evaluation_strategy": "eval_strategy", "no_cuda": "use_cpu",
+    "per_gpu_train_batch_size": "per_device_train_batch_size", "wandb_log_unique_prompts": "log_unique_prompts",
+    "vllm_guided_decoding_regex": "vllm_structured_outputs_regex", "logging_dir": "env:TENSORBOARD_LOGGING_DIR",
+    "max_prompt_length": None, "overwrite_output_dir": None, "vllm_device": None,
+}
+DROPPED = {
+    "max_prompt_length": "TRL 1.16 no longer truncates prompts; keep prompts short in the dataset, completions are "
+    "bounded by max_completion_length",
+    "overwrite_output_dir": "an earlier run in output_dir is moved aside (DIR.1), as grpo always does; pass "
+    "--overwrite to replace it, or --resume to continue it",
+    "vllm_device": "TRL 1.16 places vLLM itself (vllm_mode: colocate on the training GPUs, or server)",
+    "use_liger_kernel": "liger-kernel is not installed and it only speeds training up; TRL 1.16 deprecates it for "
+    "the Hub kernels (model_init_kwargs: {use_kernels: true})",
 }
 
 
@@ -69,6 +96,8 @@ class ModelSection:
     fast_generation: bool | str = "auto"
     # bitsandbytes quantization, TRL's ModelConfig fields (load_in_4bit, bnb_4bit_quant_type, ...)
     quantization: dict | None = None
+    # a Jinja chat template put on the tokenizer in place of its own (open-r1's chat_template)
+    chat_template: str | None = None
 
 
 @dataclass
@@ -188,6 +217,7 @@ class RunConfig:
     log: LogSection = field(default_factory=LogSection)
     sampling: SamplingSection = field(default_factory=SamplingSection)
     heldout: HeldoutSection = field(default_factory=HeldoutSection)
+    notes: list[str] = field(default_factory=list)  # what was read otherwise than written (removed, ignored fields)
 
     @property
     def multi_stage(self) -> bool:
@@ -264,16 +294,21 @@ def grpo_fields() -> list[str]:
     return field_names("trl:GRPOConfig", "trl", "transformers")
 
 
-def cli_values(flags: list[tuple[str, list[str]]], kinds: dict[str, str]) -> dict[str, Any]:
+def cli_values(flags: list[tuple[str, list[str]]], kinds: dict[str, str], problems: Problems | None = None
+               ) -> dict[str, Any]:
     """Command-line values typed as GRPOConfig's fields take them (what HfArgumentParser
     does: ``--learning_rate 1e-5`` is a float, ``--bf16`` alone is true)."""
+    own = problems is None
+    problems = Problems() if own else problems
     out: dict[str, Any] = {}
     for key, values in flags:
         kind = kinds.get(key, "text")
         try:
             out[key] = _typed(kind, values)
         except ValueError:
-            raise ConfigError(f"command line: --{key} {' '.join(values)!r} is not {_NOUN_OF[kind]}.") from None
+            problems.add(f"command line: --{key} {' '.join(values)!r} is not {_NOUN_OF[kind]}.")
+    if own:
+        problems.raise_if_any("the command line")
     return out
 
 
@@ -398,23 +433,30 @@ def _set_dotted(data: dict, dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _section(data: dict, name: str, cls, where: str):
+def _section(data: dict, name: str, cls, where: str, problems: Problems | None = None):
+    """The section ``name`` of ``data`` as ``cls``; each unknown option and bad value is a
+    problem (and takes its default, so later steps still see a sound section)."""
+    own = problems is None
+    problems = Problems() if own else problems
     raw = data.get(name)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}'{name}' must be a mapping, got {raw!r}.")
+        problems.add(f"{where}'{name}' must be a mapping, got {raw!r}.")
+        raw = {}
     known = {f.name for f in dataclasses.fields(cls)}
     for key in raw:
         if key not in known:
             close = difflib.get_close_matches(str(key), sorted(known), n=1)
-            raise ConfigError(
+            problems.add(
                 f"{where}'{name}' has no option '{key}'"
                 + (f" (did you mean '{close[0]}'?)" if close else "")
                 + f"; its options are: {', '.join(sorted(known))}."
             )
-    section = cls(**raw)
-    _check_values(section, name)
+    section = cls(**{k: v for k, v in raw.items() if k in known})
+    _check_values(section, name, problems)
+    if own:
+        problems.raise_if_any(f"'{name}'")
     return section
 
 
@@ -426,37 +468,46 @@ _SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
 _NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
-def _check_values(section, name: str) -> None:
+def _check_values(section, name: str, problems: Problems) -> None:
     """Each value has its default's type (an int where a float is expected is fine)
-    and numbers are not negative; fields with choices take one of them."""
+    and numbers are not negative; fields with choices take one of them. A bad value
+    is a problem and goes back to its default."""
     for f in dataclasses.fields(section):
-        value, default = getattr(section, f.name), f.default
-        where = f"{name}.{f.name}"
-        if f.name in _CHOICES:
-            if value not in _CHOICES[f.name] or (isinstance(value, int) and not isinstance(value, bool)):
-                choices = ", ".join(str(c).lower() if isinstance(c, bool) else c for c in _CHOICES[f.name])
-                raise ConfigError(f"{where} is {value!r}; use one of {choices}.")
-            continue
-        kind = _SIMPLE.get(str(f.type))
-        if kind is None or value is None:
-            continue
-        ok = isinstance(value, kind) or (kind is float and isinstance(value, int))
-        if ok and kind is not bool and isinstance(value, bool):
-            ok = False
-        if not ok:
-            raise ConfigError(f"{where} is {value!r}; it takes {_NOUN[kind]} (default {default!r}).")
-        low = _MINIMUM.get(f.name, 0)
-        if kind in (int, float) and value < low:
-            raise ConfigError(f"{where} is {value!r}; it must be at least {low} (default {default!r}).")
+        problem = _value_problem(f, getattr(section, f.name), f"{name}.{f.name}")
+        if problem:
+            problems.add(problem)
+            setattr(section, f.name, f.default)
 
 
-def _lora(raw: Any) -> tuple[dict | None, bool]:
+def _value_problem(f: dataclasses.Field, value: Any, where: str) -> str | None:
+    default = f.default
+    if f.name in _CHOICES:
+        if value not in _CHOICES[f.name] or (isinstance(value, int) and not isinstance(value, bool)):
+            choices = ", ".join(str(c).lower() if isinstance(c, bool) else c for c in _CHOICES[f.name])
+            return f"{where} is {value!r}; use one of {choices}."
+        return None
+    kind = _SIMPLE.get(str(f.type))
+    if kind is None or value is None:
+        return None
+    ok = isinstance(value, kind) or (kind is float and isinstance(value, int))
+    if ok and kind is not bool and isinstance(value, bool):
+        ok = False
+    if not ok:
+        return f"{where} is {value!r}; it takes {_NOUN[kind]} (default {default!r})."
+    low = _MINIMUM.get(f.name, 0)
+    if kind in (int, float) and value < low:
+        return f"{where} is {value!r}; it must be at least {low} (default {default!r})."
+    return None
+
+
+def _lora(raw: Any, problems: Problems) -> tuple[dict | None, bool]:
     if raw is None or raw is False:
         return None, False
     if raw is True:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"'lora' must be a mapping of peft LoraConfig fields or false, got {raw!r}.")
+        problems.add(f"'lora' must be a mapping of peft LoraConfig fields or false, got {raw!r}.")
+        return None, False
     raw = dict(raw)
     merge = raw.pop("merge", False)
     if raw.pop("enabled", True) is False:
@@ -465,26 +516,29 @@ def _lora(raw: Any) -> tuple[dict | None, bool]:
     for key in raw:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
-            raise ConfigError(
+            problems.add(
                 f"lora has no option '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
                 + "; use peft LoraConfig fields (r, lora_alpha, lora_dropout, target_modules, ...) "
                 "or merge: true."
             )
     lora = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear",
             "task_type": "CAUSAL_LM", **raw}
-    _check_lora(lora)
+    for problem in _lora_problems(lora):
+        problems.add(problem)
     return lora, bool(merge)
 
 
-def _check_lora(lora: dict) -> None:
+def _lora_problems(lora: dict) -> list[str]:
     """peft checks few values before the model loads; a bad rank fails after."""
     r, alpha, dropout = lora.get("r"), lora.get("lora_alpha"), lora.get("lora_dropout")
+    out = []
     if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-        raise ConfigError(f"lora.r is {r!r}; it must be a whole number >= 1 (the adapter rank, e.g. 16).")
+        out.append(f"lora.r is {r!r}; it must be a whole number >= 1 (the adapter rank, e.g. 16).")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-        raise ConfigError(f"lora.lora_alpha is {alpha!r}; it must be a number > 0 (often 2 x r).")
+        out.append(f"lora.lora_alpha is {alpha!r}; it must be a number > 0 (often 2 x r).")
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise ConfigError(f"lora.lora_dropout is {dropout!r}; it must be a number in [0, 1).")
+        out.append(f"lora.lora_dropout is {dropout!r}; it must be a number in [0, 1).")
+    return out
 
 
 def _take_trl_args(raw: dict, flags: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
@@ -503,45 +557,55 @@ def _take_trl_args(raw: dict, flags: list[tuple[str, list[str]]]) -> list[tuple[
     return kept
 
 
-def _check_training(values: dict, where: str, known: dict) -> None:
+def _check_training(values: dict, where: str, known: dict, problems: Problems) -> None:
     for key in values:
         if key not in known:
-            raise _unknown_key(key, where, sorted(known))
+            problems.add(_unknown_key(key, where, sorted(known)))
 
 
-def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data: dict | None = None) -> RunConfig:
+def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data: dict | None = None, *,
+                strict: bool = False) -> RunConfig:
     """Read ``path`` (or ``data``), apply ``overrides`` and check everything that
-    can be checked without a model: option names, rewards, dataset name. Nothing
-    is changed outside the returned config (``apply_env`` sets its ``env``)."""
-    raw = copy.deepcopy(data) if data is not None else (_read_yaml(path) if path else {})
-    ours, flags = split_overrides(list(overrides))
-    for dotted, value in ours.items():
-        _set_dotted(raw, dotted, value)
-    env = _env(raw)
+    can be checked without a model: option names, rewards, dataset name, values.
+    Every problem found is reported at once (one ConfigError, numbered); ``strict``:
+    removed settings are problems instead of being translated. Nothing is changed
+    outside the returned config (``apply_env`` sets its ``env``)."""
     from .trl_compat import translate
 
+    raw = copy.deepcopy(data) if data is not None else (_read_yaml(path) if path else {})
+    problems = Problems(strict=strict)
+    ours, flags = split_overrides(list(overrides))
+    for dotted, value in ours.items():
+        problems.attempt(_set_dotted, raw, dotted, value)
     flags = _take_trl_args(raw, flags)
-    translate(raw)
+    translate(raw, problems)
+    env = problems.attempt(_env, raw, default={})
     kinds = field_kinds("trl:GRPOConfig", "trl", "transformers")
     known = set(kinds)
+    _translate_removed(raw, "", problems, env)
+    flags = _translate_flags(flags, problems, env)
     training = {k: v for k, v in raw.items() if k not in SECTIONS}
-    cli_names = {name for name, _ in flags}
-    _check_top_level(training, cli_names, known)
-    cli = cli_values(flags, kinds)
-    lora, merge = _lora(raw.get("lora"))
+    _check_top_level(training, {name for name, _ in flags}, known, problems)
+    cli = cli_values(flags, kinds, problems)
+    lora, merge = _lora(raw.get("lora"), problems)
     if merge and lora is None:
-        raise ConfigError("lora.merge is set but LoRA is off; merging needs a lora section.")
-    model, dataset = _model(raw), _dataset(raw)
-    environment = _environment(raw)
-    health = _health(raw)
-    stages = _stages(raw, known, environment, health.reward_time_limit)
+        problems.add("lora.merge is set but LoRA is off; merging needs a lora section.")
+    model, dataset = _model(raw, problems), _dataset(raw, problems)
+    environment = problems.attempt(_environment, raw)
+    health = _health(raw, problems)
+    stages = _stages(raw, known, environment, health.reward_time_limit, problems, env)
+    _check_training_values([("", training), ("command line: ", cli)]
+                           + [(f"stage '{st.name}': ", st.training) for st in stages], kinds, problems)
     cfg = RunConfig(
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
-        stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights")), training=training,
+        stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights"), problems), training=training,
         cli=cli, explicit=set(training) | set(cli), env=env, environment=environment, overrides=tuple(overrides),
-        log=_log(raw), sampling=_sampling(raw), heldout=_section(raw, "heldout", HeldoutSection, ""),
+        log=_log(raw, problems), sampling=_sampling(raw, problems),
+        heldout=_section(raw, "heldout", HeldoutSection, "", problems), notes=problems.notes,
     )
-    check_sampling_metric(cfg)
+    if stages:
+        problems.attempt(check_sampling_metric, cfg)
+    problems.raise_if_any(str(path) if path else "the config")
     return cfg
 
 
@@ -558,53 +622,201 @@ def _env(raw: dict) -> dict[str, str]:
     return {str(k): str(v) for k, v in env.items()}
 
 
-def _check_top_level(training: dict, cli_names: set[str], known: set[str]) -> None:
-    _check_training(training, "", known)
-    for name in cli_names:
+def _check_top_level(training: dict, cli_names: set[str], known: set[str], problems: Problems) -> None:
+    _check_training(training, "", known, problems)
+    for name in sorted(cli_names):
         if name in REMOVED:
-            raise ConfigError(f"command line: '--{name}' is not a GRPOConfig field in TRL 1.16: {REMOVED[name]}.")
-        if name not in known:
-            raise _unknown_key(name, "command line: ", sorted(known))
+            problems.add(_removed_error(name, "command line: "))
+        elif name not in known:
+            problems.add(_unknown_key(name, "command line: ", sorted(known)))
     if "reward_weights" in training or "reward_weights" in cli_names:
-        raise ConfigError(
+        problems.add(
             "reward_weights is set from the rewards section; write the weight after the reward "
             "name ('math.correctness:2.0' or {name: ..., weight: 2.0}) instead."
         )
 
 
-def _model(raw: dict) -> ModelSection:
+# ------------------------------------------------------------------ removed settings, translated
+
+
+def _removed_error(name: str, where: str) -> ConfigError:
+    shown = f"'--{name}'" if where == "command line: " else f"'{name}'"
+    return ConfigError(f"{where}{shown} is not a GRPOConfig field in TRL 1.16: {REMOVED[name]}.")
+
+
+def _show(value: Any) -> str:
+    """A value as YAML writes it (true, null, 0.1)."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
+def _translate_removed(values: dict, where: str, problems: Problems, env: dict) -> None:
+    """Removed settings in ``values`` read as what replaced them (a note each; --strict: a problem each)."""
+    for name in [k for k in values if k in TRANSLATED or k == "use_liger_kernel"]:
+        target = _translated(name, values[name], where, problems, set(values), env)
+        if target != name:
+            value = values.pop(name)
+            if target is not None:
+                values[target] = value
+
+
+def _translate_flags(flags: list[tuple[str, list[str]]], problems: Problems, env: dict) -> list:
+    """The same for command-line flags (``--warmup_ratio 0.1`` is ``--warmup_steps 0.1``)."""
+    taken = {name for name, _ in flags}
+    out = []
+    for name, values in flags:
+        if name in TRANSLATED or name == "use_liger_kernel":
+            target = _translated(name, flag_value(values), "command line: ", problems, taken, env)
+            if target is not None:
+                out.append((target, values))
+        else:
+            out.append((name, values))
+    return out
+
+
+def _translated(name: str, value: Any, where: str, problems: Problems, taken: set[str], env: dict) -> str | None:
+    """The field a removed setting is read as: its name (kept), another, or None (dropped,
+    set as an environment variable, or refused: then a problem says why)."""
+    if name == "use_liger_kernel":
+        if value is not True or importlib.util.find_spec("liger_kernel") is not None:
+            return name
+        refusal = ConfigError(f"{where}use_liger_kernel: true needs liger-kernel, which is not installed: pip "
+                              f"install liger-kernel, or drop it ({DROPPED[name]})")
+    else:
+        refusal = _removed_error(name, where)
+    target, shown = TRANSLATED.get(name), _show(value)
+    done = f"{name}: {shown} -> {target}: {shown}" if target else f"{name}: {shown} dropped"
+    if target and target.startswith("env:"):
+        done = f"{name}: {shown} -> env.{target[4:]}: {shown}"
+    if problems.strict or (name == "warmup_ratio" and not _is_ratio(value)):
+        problems.add(f"{str(refusal).rstrip('.')}" + (f" (--strict; without it: {done})." if problems.strict else "."))
+        return None
+    if target and target.startswith("env:"):
+        if target[4:] in env:
+            problems.add(f"{where}'{name}' (removed) and 'env.{target[4:]}' both set the same thing; keep the env one.")
+        else:
+            env[target[4:]] = str(value)
+            problems.note(f"{where}{done} ({REMOVED[name]}).")
+        return None
+    if target in taken:
+        problems.add(f"{where}'{name}' (removed) and '{target}' both set the same thing; keep {target}.")
+        return None
+    problems.note(f"{where}{done} ({DROPPED[name] if target is None else REMOVED[name]}).")
+    return target
+
+
+def _is_ratio(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+
+
+# ------------------------------------------------------------------ GRPOConfig values
+
+
+def _coerced(kind: str, value: Any) -> Any:
+    """A YAML value as TRL's parser reads it into a field of ``kind`` (PyYAML leaves 1e-4 a string)."""
+    if isinstance(value, str) and kind in ("int", "float"):
+        try:
+            return int(value) if kind == "int" else float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _kind_problem(name: str, value: Any, kind: str) -> str | None:
+    if value is None or kind not in ("bool", "int", "float"):
+        return None
+    ok = {"bool": isinstance(value, bool),
+          "int": isinstance(value, int) and not isinstance(value, bool),
+          "float": isinstance(value, (int, float)) and not isinstance(value, bool)}[kind]
+    return None if ok else f"{name} is {value!r}; it must be {_NOUN_OF[kind]}."
+
+
+def _check_training_values(sources: list[tuple[str, dict]], kinds: dict[str, str], problems: Problems) -> None:
+    """GRPOConfig values of the wrong kind, and those TRL takes but fails on mid-run
+    (grpo_args' rules, vLLM, logging integrations): found with the config's other problems."""
+    from types import SimpleNamespace
+
+    from .grpo_args import check_integrations, check_values, check_vllm
+
+    merged: dict[str, Any] = {}
+    for where, values in sources:
+        for name, value in values.items():
+            if name not in kinds:
+                continue
+            value = _coerced(kinds[name], value)
+            before = len(problems)
+            problems.attempt(check_values, SimpleNamespace(**{name: value}))
+            problem = _kind_problem(name, value, kinds[name]) if len(problems) == before else None
+            if problem:
+                problems.add(f"{where}{problem}")
+            if not where.startswith("stage"):
+                merged[name] = value
+    report_to = merged.get("report_to")
+    if isinstance(report_to, str):
+        merged["report_to"] = [report_to]
+    problems.attempt(check_vllm, SimpleNamespace(**merged))
+    problems.attempt(check_integrations, SimpleNamespace(**merged))
+
+
+# ------------------------------------------------------------------ our sections
+
+
+def _model(raw: dict, problems: Problems) -> ModelSection:
     from .models import check_model_id
     from .precision import normalize_dtype
 
     if isinstance(raw.get("model"), str):  # shorthand: model: smollm2-135m
         raw["model"] = {"id": raw["model"]}
-    model = _section(raw, "model", ModelSection, "")
-    model.dtype = normalize_dtype(model.dtype)
-    check_model_id(model.id)
+    model = _section(raw, "model", ModelSection, "", problems)
+    model.dtype = problems.attempt(normalize_dtype, model.dtype, default="auto")
+    problems.attempt(check_model_id, model.id)
     if model.quantization and importlib.util.find_spec("bitsandbytes") is None:
-        raise ConfigError(
+        problems.add(
             f"model.quantization {model.quantization} (load_in_4bit / load_in_8bit) needs bitsandbytes and a CUDA "
             "GPU: pip install bitsandbytes, or drop load_in_4bit / load_in_8bit."
         )
+    if model.chat_template is not None:
+        problems.attempt(_check_chat_template, model.chat_template)
     return model
 
 
-def _dataset(raw: dict) -> DatasetSection:
+def _check_chat_template(template: Any) -> None:
+    """A template that does not parse fails when the tokenizer first renders a prompt:
+    say so now (parsed as transformers renders it, in a sandbox with loop controls)."""
+    if not isinstance(template, str) or not template.strip():
+        raise ConfigError(f"model.chat_template must be a Jinja template (text), got {template!r}.")
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        ImmutableSandboxedEnvironment(extensions=["jinja2.ext.loopcontrols"]).parse(template)
+    except TemplateSyntaxError as exc:
+        raise ConfigError(f"model.chat_template (chat_template) is not a valid Jinja template: {exc.message} "
+                          f"(line {exc.lineno}); fix it, or drop it to keep the tokenizer's own.") from None
+
+
+def _dataset(raw: dict, problems: Problems) -> DatasetSection:
     from . import registry
     from .params import bind_params
 
     if isinstance(raw.get("dataset"), str):
         raw["dataset"] = {"name": raw["dataset"]}
-    dataset = _section(raw, "dataset", DatasetSection, "")
+    dataset = _section(raw, "dataset", DatasetSection, "", problems)
     if not dataset.name:
-        raise ConfigError("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with `grpo datasets list`.")
+        problems.add("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with `grpo datasets list`.")
+        return dataset
     if not isinstance(dataset.name, str):
-        raise ConfigError(f"dataset.name must be one dataset's name, got {dataset.name!r}; list them with "
-                          "`grpo datasets list` (to mix datasets, use the files or trl dataset).")
-    entry = registry.datasets().get(dataset.name)  # unknown names fail here, with suggestions
+        problems.add(f"dataset.name must be one dataset's name, got {dataset.name!r}; list them with "
+                     "`grpo datasets list` (to mix datasets, use the files or trl dataset).")
+        return dataset
+    entry = problems.attempt(registry.datasets().get, dataset.name)  # unknown names fail here, with suggestions
+    if entry is None:
+        return dataset
     if not isinstance(dataset.params, dict) or not isinstance(dataset.eval_params, dict):
-        raise ConfigError("dataset.params and dataset.eval_params must be mappings.")
-    bind_params(f"dataset '{dataset.name}'", entry.obj, dataset.params)
+        problems.add("dataset.params and dataset.eval_params must be mappings.")
+        return dataset
+    problems.attempt(bind_params, f"dataset '{dataset.name}'", entry.obj, dataset.params)
     return dataset
 
 
@@ -614,14 +826,14 @@ def _environment(raw: dict):
     return parse_section(raw.get("environment"), raw.get("tools"))
 
 
-def _health(raw: dict) -> HealthSection:
+def _health(raw: dict, problems: Problems) -> HealthSection:
     if raw.get("health") is False:
         raw["health"] = {"enabled": False}
-    return _section(raw, "health", HealthSection, "")
+    return _section(raw, "health", HealthSection, "", problems)
 
 
-def _log(raw: dict) -> LogSection:
-    section = _section(raw, "log", LogSection, "")
+def _log(raw: dict, problems: Problems) -> LogSection:
+    section = _section(raw, "log", LogSection, "", problems)
     value = section.rollouts
     if isinstance(value, str) and value.startswith("every "):
         value = value[6:].split()[0]
@@ -629,20 +841,21 @@ def _log(raw: dict) -> LogSection:
     ok = section.rollouts in ("all", "none") or (isinstance(section.rollouts, int) and not isinstance(
         section.rollouts, bool) and section.rollouts >= 1)
     if not ok:
-        raise ConfigError(f"log.rollouts is {section.rollouts!r}; use all, none, or a number of steps N "
-                          f"(every N steps), e.g. log: {{rollouts: 10}}.")
+        problems.add(f"log.rollouts is {section.rollouts!r}; use all, none, or a number of steps N "
+                     f"(every N steps), e.g. log: {{rollouts: 10}}.")
+        section.rollouts = "all"
     return section
 
 
-def _sampling(raw: dict) -> SamplingSection:
+def _sampling(raw: dict, problems: Problems) -> SamplingSection:
     value = raw.get("sampling")
     if isinstance(value, dict) and isinstance(value.get("dynamic"), dict):  # sampling: {dynamic: {max_rounds: 3}}
         value = {**{k: v for k, v in value.items() if k != "dynamic"}, "dynamic": True, **value["dynamic"]}
         raw = {**raw, "sampling": value}
-    section = _section(raw, "sampling", SamplingSection, "")
+    section = _section(raw, "sampling", SamplingSection, "", problems)
     if section.max_rounds < 1:
-        raise ConfigError(f"sampling.max_rounds is {section.max_rounds}; it must be at least 1 (the first "
-                          f"generation counts).")
+        problems.add(f"sampling.max_rounds is {section.max_rounds}; it must be at least 1 (the first "
+                     f"generation counts).")
     return section
 
 
@@ -658,79 +871,130 @@ def check_sampling_metric(cfg: RunConfig) -> None:
                               f"({', '.join(names)}); use one of them, or total.")
 
 
-def _adaptive(value: Any) -> AdaptiveSection | None:
+def _adaptive(value: Any, problems: Problems) -> AdaptiveSection | None:
     if value in (None, False):
         return None
     if value is True:
         value = {}
     if not isinstance(value, dict):
-        raise ConfigError(f"'adaptive_weights' must be a mapping or true/false, got {value!r}.")
-    adaptive = _section({"adaptive_weights": value}, "adaptive_weights", AdaptiveSection, "")
+        problems.add(f"'adaptive_weights' must be a mapping or true/false, got {value!r}.")
+        return None
+    adaptive = _section({"adaptive_weights": value}, "adaptive_weights", AdaptiveSection, "", problems)
     if not adaptive.enabled:
         return None
     if not (0 < adaptive.min_factor <= 1 <= adaptive.max_factor):
-        raise ConfigError(
+        problems.add(
             f"adaptive_weights bounds must satisfy 0 < min_factor <= 1 <= max_factor, got "
             f"{adaptive.min_factor} and {adaptive.max_factor}."
         )
     return adaptive
 
 
-def _stages(raw: dict, known: set[str], environment=None, time_limit: float | None = None) -> list[StageSection]:
+def _stages(raw: dict, known: set[str], environment, time_limit: float | None, problems: Problems,
+            env: dict) -> list[StageSection]:
     """The stages (one, 'main', without a stages list), each with its rewards parsed
     and composed once. An environment that scores rollouts (``get_reward``) may be
-    the only reward."""
+    the only reward. A stage with a problem is left out (its problems are kept)."""
     rewards, stages_raw = raw.get("rewards"), raw.get("stages")
     scorers = [e.name for e in environment.rewarded] if environment is not None else []
     if not stages_raw:
         if rewards is None and not scorers:
-            raise ConfigError("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
-        return [_stage("main", [] if rewards is None else rewards, {}, "", scorers, time_limit)]
+            problems.add("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
+            return []
+        stage = _stage("main", [] if rewards is None else rewards, {}, "", scorers, time_limit, problems)
+        return [stage] if stage else []
     if not isinstance(stages_raw, list):
-        raise ConfigError(f"'stages' must be a list of stages, got {stages_raw!r}.")
+        problems.add(f"'stages' must be a list of stages, got {stages_raw!r}.")
+        return []
     stages: list[StageSection] = []
+    names: set[str] = set()
     for i, st in enumerate(stages_raw):
         if not isinstance(st, dict):
-            raise ConfigError(f"stage {i + 1} must be a mapping with rewards (and name, max_steps, ...), got {st!r}.")
+            problems.add(f"stage {i + 1} must be a mapping with rewards (and name, max_steps, ...), got {st!r}.")
+            continue
         st = dict(st)
         name = str(st.pop("name", f"stage{i + 1}"))
-        if name in {s.name for s in stages} or not name.replace("-", "").replace("_", "").isalnum():
-            raise ConfigError(f"stage name {name!r} must be unique and made of letters, digits, - and _.")
+        if name in names or not name.replace("-", "").replace("_", "").isalnum():
+            problems.add(f"stage name {name!r} must be unique and made of letters, digits, - and _.")
+        names.add(name)
         where = f"stage '{name}': "
         st_rewards = st.pop("rewards", rewards)
         if st_rewards is None and not scorers:
-            raise ConfigError(f"{where}no rewards: give the stage a rewards list (or set top-level rewards).")
-        _check_training(st, where, known)
+            problems.add(f"{where}no rewards: give the stage a rewards list (or set top-level rewards).")
+            continue
+        _translate_removed(st, where, problems, env)
+        _check_training(st, where, known, problems)
         if "reward_weights" in st:
-            raise ConfigError(f"{where}set weights in the stage's rewards list, not reward_weights.")
-        stages.append(_stage(name, [] if st_rewards is None else st_rewards, st, where, scorers, time_limit))
+            problems.add(f"{where}set weights in the stage's rewards list, not reward_weights.")
+        stage = _stage(name, [] if st_rewards is None else st_rewards, st, where, scorers, time_limit, problems)
+        if stage:
+            stages.append(stage)
     return stages
 
 
-def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str] = (),
-           time_limit: float | None = None) -> StageSection:
+def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str], time_limit: float | None,
+           problems: Problems) -> StageSection | None:
     """``scorers``: environments whose get_reward TRL adds to the rewards (logged by name)."""
-    from .rewards import compose_specs, parse_spec
+    from .rewards import compose_specs
 
     if isinstance(specs, (str, dict)):
         specs = [specs]
     if scorers and specs == []:
         return StageSection(name, [], training, [])
     if not isinstance(specs, list) or not specs:
-        raise ConfigError(
+        problems.add(
             f"{where}rewards must be a non-empty list of reward specs, e.g. "
             f"['math.correctness:2.0', {{name: length.ideal, weight: 0.1, params: {{target: 300}}}}]; "
             f"got {specs!r}."
         )
-    parsed = [parse_spec(s) for s in specs]
-    funcs = compose_specs(parsed, time_limit)  # unknown names, bad params and weights fail here
+        return None
+    parsed = _parsed_specs(specs, problems)
+    funcs = problems.attempt(compose_specs, parsed, time_limit) if parsed else None  # params, weights, gates
+    if funcs is None:
+        return None
     clash = sorted({f.__name__ for f in funcs} & set(scorers))
     if clash:
-        raise ConfigError(f"{where}'{clash[0]}' names both a reward and the environment that scores rollouts; TRL "
-                          f"logs both as rewards/{clash[0]}/mean: give the reward another name with `as:`.")
+        problems.add(f"{where}'{clash[0]}' names both a reward and the environment that scores rollouts; TRL "
+                     f"logs both as rewards/{clash[0]}/mean: give the reward another name with `as:`.")
+        return None
     if all(p.weight == 0 for p in parsed) and not scorers:
-        raise ConfigError(f"{where}every reward weight is 0: the model would get no learning signal.")
+        problems.add(f"{where}every reward weight is 0: the model would get no learning signal.")
+        return None
     return StageSection(name, parsed, training, funcs)
+
+
+def _parsed_specs(specs: list, problems: Problems) -> list | None:
+    """Each spec parsed and its reward found: each bad one is a problem of its own
+    (an unknown name with the nearest of grpo's, TRL's and open-r1's names)."""
+    from .rewards import parse_spec, resolve
+
+    parsed, bad = [], False
+    for spec in specs:
+        try:
+            p = parse_spec(spec)
+            resolve(p.name)
+            parsed.append(p)
+        except GrpoError as exc:
+            problems.add(_reward_problem(exc, spec))
+            bad = True
+    return None if bad else parsed
+
+
+def _reward_problem(exc: GrpoError, spec: Any) -> GrpoError:
+    """An unknown or malformed reward name, with what it may have meant (TRL's and open-r1's names map to ours)."""
+    import re
+
+    from . import registry
+    from .openr1 import REMOTE, reward_hint
+
+    name = spec.get("name") if isinstance(spec, dict) else re.match(r"[^\s(:]*", str(spec).strip()).group(0)
+    if not isinstance(name, str) or not isinstance(exc, (SpecError, UnknownNameError)):
+        return exc
+    if name in REMOTE:
+        return ConfigError(reward_hint(name, []))
+    ours = [] if isinstance(exc, UnknownNameError) else registry.rewards().names()  # the former lists ours
+    hint = reward_hint(name, ours)
+    return type(exc)(f"{exc} {hint}") if hint else exc
 
 
 __all__ = ["RunConfig", "load_config", "apply_env", "REMOVED", "SECTIONS"]

@@ -1,21 +1,24 @@
-"""`trl grpo` configs as they are.
+"""`trl grpo` and open-r1 configs as they are: the one translation place.
 
 TRL's script reads four argument dataclasses from one YAML: ``GRPOConfig`` and
 ``ScriptArguments`` / ``GRPOScriptArguments``, ``ModelConfig`` and
 ``DatasetMixtureConfig``. :func:`translate` maps every field of the last three
 onto grpo's sections with TRL's meaning (GRPOConfig fields pass through as they
-always did); a config that sets one thing both ways is an error naming both.
+always did), and open-r1's additions through :mod:`grpo_core.openr1`; a config
+that sets one thing both ways is an error naming both.
 
 TRL's four reward names resolve to TRL's own functions (``trl.rewards.accuracy_reward``;
-``get_soft_overlong_punishment`` with `trl grpo`'s values), a reward model id to the
-registered ``model.classifier``, and ``dataset_name`` (a hub id or a local path) or
-a ``datasets:`` mixture to the core's ``trl`` dataset.
+``get_soft_overlong_punishment`` with `trl grpo`'s values), open-r1's 13 names to
+ours (:mod:`grpo_core.openr1_rewards`), a reward model id to the registered
+``model.classifier``, and ``dataset_name`` (a hub id or a local path) or a
+``datasets:`` mixture to the core's ``trl`` dataset (``openr1`` for an open-r1 recipe).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import openr1
 from .errors import ConfigError
 
 MODEL = {"model_name_or_path": "id", "model_revision": "revision", "dtype": "dtype", "torch_dtype": "dtype",
@@ -31,25 +34,39 @@ DATASET = {"dataset_name": "dataset_name", "dataset_config": "dataset_config", "
 SPLITS = {"dataset_train_split": "split", "dataset_test_split": "eval_split"}
 IGNORED = ("ignore_bias_buffers",)  # a DPO/DDP flag `trl grpo` accepts and does not use
 TRL_REWARDS = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward", "get_soft_overlong_punishment")
-KEYS = (*MODEL, *LORA, "use_peft", *QUANT, *DATASET, *SPLITS, *IGNORED, "reward_funcs", "reward_model_name_or_path")
+KEYS = (*MODEL, *LORA, "use_peft", *QUANT, *DATASET, *SPLITS, *IGNORED, "reward_funcs", "reward_model_name_or_path",
+        *openr1.KEYS)
 
 
-def translate(raw: dict) -> dict:
-    """``raw`` with TRL's script/model/dataset fields moved into grpo's sections."""
+def translate(raw: dict, problems=None) -> dict:
+    """``raw`` with TRL's script/model/dataset fields and open-r1's moved into grpo's
+    sections. ``problems`` (a :class:`~grpo_core.problems.Problems`) gathers every
+    problem and note; without it the first problem is raised."""
+    from .problems import Problems
+
+    own = problems is None
+    problems = Problems() if own else problems
+    r1 = openr1.take(raw)
     trl = {k: raw.pop(k) for k in list(raw) if k in KEYS}
-    if not trl:
-        return raw
-    for k in IGNORED:
-        trl.pop(k, None)
-    _model(raw, trl)
-    _lora(raw, trl)
-    _dataset(raw, trl)
-    _rewards(raw, trl)
+    if trl or r1:
+        for k in IGNORED:
+            trl.pop(k, None)
+        if r1 and trl.get("reward_funcs") is None and not ({"rewards", "stages"} & set(raw)):
+            trl["reward_funcs"] = list(openr1.DEFAULT_REWARDS)
+            problems.note(f"reward_funcs not set: open-r1's default {list(openr1.DEFAULT_REWARDS)}.")
+        names = openr1.reward_names(trl.get("reward_funcs"))
+        problems.attempt(_model, raw, trl, problems)
+        problems.attempt(_lora, raw, trl)
+        problems.attempt(_dataset, raw, trl, r1, names)
+        problems.attempt(_rewards, raw, trl, r1)
+        openr1.translate(raw, r1, names, problems)
+    if own:
+        problems.raise_if_any("the config")
     return raw
 
 
 def _both(trl_key: str, ours: str) -> ConfigError:
-    return ConfigError(f"'{trl_key}' (TRL's name) and '{ours}' (grpo's) both set the same thing; keep one of them.")
+    return openr1.both(trl_key, ours, "TRL's")
 
 
 def _section(raw: dict, name: str) -> dict:
@@ -64,7 +81,7 @@ def _section(raw: dict, name: str) -> dict:
     return value
 
 
-def _model(raw: dict, trl: dict) -> None:
+def _model(raw: dict, trl: dict, problems) -> None:
     keys = [k for k in MODEL if k in trl] + [k for k in QUANT if k in trl]
     if not keys:
         return
@@ -72,12 +89,23 @@ def _model(raw: dict, trl: dict) -> None:
     for key in [k for k in MODEL if k in trl]:
         if MODEL[key] in model:
             raise _both(key, f"model.{MODEL[key]}")
+        if key == "torch_dtype":  # ModelConfig's name before transformers 5
+            _renamed_dtype(trl[key], problems)
         model[MODEL[key]] = trl.pop(key)
     quant = {k: trl.pop(k) for k in QUANT if k in trl}
     if quant.get("load_in_4bit") or quant.get("load_in_8bit"):
         if "quantization" in model:
             raise _both("load_in_4bit", "model.quantization")
         model["quantization"] = quant
+
+
+def _renamed_dtype(value: Any, problems) -> None:
+    message = "torch_dtype is dtype since transformers 5 (ModelConfig's dtype)"
+    if problems.strict:
+        problems.add(f"'torch_dtype' is not a ModelConfig field in transformers 5: use dtype "
+                     f"(--strict; without it grpo reads torch_dtype: {value} as model.dtype: {value}).")
+    else:
+        problems.note(f"torch_dtype: {value} -> model.dtype: {value} ({message}).")
 
 
 def _lora(raw: dict, trl: dict) -> None:
@@ -91,15 +119,19 @@ def _lora(raw: dict, trl: dict) -> None:
     raw["lora"] = {**LORA_DEFAULTS, **lora_keys} if use_peft else False
 
 
-def _dataset(raw: dict, trl: dict) -> None:
+def _dataset(raw: dict, trl: dict, r1: dict, names: list[str]) -> None:
+    first = next((k for k in (*DATASET, *openr1.DATASET) if k in trl or k in r1), None)
     params = {DATASET[k]: trl.pop(k) for k in list(DATASET) if k in trl}
+    params.update(openr1.dataset_params(r1))
     splits = {SPLITS[k]: trl.pop(k) for k in list(SPLITS) if k in trl}
     if not params and not splits:
         return
     if params:
         if "dataset" in raw:
-            raise _both(next(iter(k for k in DATASET if DATASET[k] in params)), "dataset")
-        raw["dataset"] = {"name": "trl", "params": params}
+            raise openr1.both(first, "dataset", "open-r1's" if first in openr1.DATASET else "TRL's")
+        if r1 or names:  # an open-r1 recipe: its prompt column, mixture and reward columns
+            params.update({"columns": openr1.reward_columns(names)} if openr1.reward_columns(names) else {})
+        raw["dataset"] = {"name": "openr1" if r1 or names else "trl", "params": params}
     dataset = _section(raw, "dataset")
     dataset["split"] = splits.get("split", "train")
     # `trl grpo` evaluates on dataset_test_split ("test") when eval_strategy is not "no"
@@ -107,7 +139,7 @@ def _dataset(raw: dict, trl: dict) -> None:
         dataset.setdefault("eval_split", splits.get("eval_split", "test"))
 
 
-def _rewards(raw: dict, trl: dict) -> None:
+def _rewards(raw: dict, trl: dict, r1: dict) -> None:
     funcs = trl.pop("reward_funcs", None)
     model_id = trl.pop("reward_model_name_or_path", None)
     if funcs is None and model_id is None:
@@ -116,22 +148,26 @@ def _rewards(raw: dict, trl: dict) -> None:
         raise _both("reward_funcs" if funcs is not None else "reward_model_name_or_path", "rewards")
     if isinstance(funcs, str):
         funcs = [funcs]
-    specs = ([f"model.classifier(id={model_id!r})"] if model_id else []) + [_trl_reward(f) for f in funcs or []]
+    specs = ([f"model.classifier(id={model_id!r})"] if model_id else []) + [_reward(f, r1) for f in funcs or []]
     weights = raw.pop("reward_weights", None)
     if weights is not None:
         if not isinstance(weights, list) or len(weights) != len(specs):
+            shown = ", ".join(str(s.get("name") if isinstance(s, dict) else s) for s in specs)
             raise ConfigError(f"reward_weights {weights!r} must be a list of {len(specs)} numbers, one per reward "
-                              f"({', '.join(specs)}).")
-        specs = [{"name": s, "weight": w} for s, w in zip(specs, weights)]
+                              f"({shown}).")
+        specs = [{**(s if isinstance(s, dict) else {"name": s}), "weight": w} for s, w in zip(specs, weights)]
     raw["rewards"] = specs
 
 
-def _trl_reward(name: Any) -> str:
+def _reward(name: Any, r1: dict) -> str | dict:
     """TRL's four names as import paths of TRL's functions (so they log as
-    ``rewards/accuracy_reward/mean``, as in `trl grpo`); anything else is a dotted
-    import path, as `trl grpo` reads it."""
+    ``rewards/accuracy_reward/mean``, as in `trl grpo`), open-r1's names as our
+    rewards with the recipe's fields; anything else is a dotted import path, as
+    `trl grpo` reads it."""
     if not isinstance(name, str):
         raise ConfigError(f"reward_funcs entries must be names or import paths, got {name!r}.")
+    if name in openr1.OPENR1_REWARDS:  # a remote judge's name stays: the reward check explains it
+        return openr1.reward_spec(name, r1)
     if name == "get_soft_overlong_punishment":
         return "grpo_core.trl_compat.soft_overlong_punishment"
     return f"trl.rewards.{name}" if name in TRL_REWARDS else name

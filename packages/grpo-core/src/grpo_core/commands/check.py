@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .train import STRICT_HELP
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -18,6 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=int, default=None, help="rows for the gold self-test (default 2000)")
     p.add_argument("--probe-rows", type=int, default=None, help="rows the probes are built from (default 16)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     p.set_defaults(func=run, accepts_extra=True)
 
 
@@ -25,8 +28,10 @@ def run(args) -> int:
     from ..checks import check_plans
     from ..config import load_config
     from ..prepare import build_datasets, quiet
+    from .train import print_notes
 
-    cfg = load_config(args.config, args.extra)
+    cfg = load_config(args.config, args.extra, strict=args.strict)
+    print_notes(cfg)
     quiet()
     train_ds, _ = build_datasets(cfg)  # no GRPOConfig is built: TRL is not imported
     reports = check_plans(cfg, train_ds, limit=args.limit, probe_rows=args.probe_rows, log=print)

@@ -38,19 +38,34 @@ def add_parser(sub) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="check the config, rewards and dataset, print the resolved config, load no model")
     p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
+    p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     p.set_defaults(func=run, accepts_extra=True)
+
+
+STRICT_HELP = ("refuse settings TRL removed (warmup_ratio, max_prompt_length, overwrite_output_dir, ...) instead "
+               "of reading them as what replaced them")
 
 
 def run(args) -> int:
     from ..config import load_config
 
-    cfg = load_config(args.config, args.extra)
+    cfg = load_config(args.config, args.extra, strict=args.strict)
+    print_notes(cfg)
     if args.dry_run:
         return _dry_run(cfg, check=not args.no_check, verbose=args.verbose)
     from ..train import run as train
 
     result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check, verbose=args.verbose)
     return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
+
+
+def print_notes(cfg) -> None:
+    """What the config says otherwise than grpo reads it, once (on the main process)."""
+    import os
+
+    if os.environ.get("RANK", "0") == "0":
+        for note in cfg.notes:
+            print(f"note: {note}", file=sys.stderr)
 
 
 def _dry_run(cfg, check: bool = True, verbose: bool = False) -> int:
