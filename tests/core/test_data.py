@@ -47,7 +47,7 @@ def toy(register_plugin):
 def test_load_dataset_by_name_with_parameters(toy):
     ds = grpo_core.load_dataset("toy", limit=2)
     assert ds["question"] == ["What is 1 + 1?", "What is 2 + 2?"]
-    assert [e.name for e in grpo_core.list_datasets()] == ["acme.broken", "toy", "trl"]  # trl: the core's own
+    assert [e.name for e in grpo_core.list_datasets()] == ["acme.broken", "openr1", "toy", "trl"]  # openr1, trl: the core's own
 
 
 def test_dataset_parameter_type_is_checked(toy):
