@@ -222,8 +222,9 @@ def prepare_tokenizer(tokenizer, model=None):
 
 def load(model_id: str, *, dtype: str = "auto", attn_implementation: str | None = None,
          revision: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
-         extra: dict | None = None, log=print):
-    """``(model, tokenizer)`` ready for GRPO."""
+         extra: dict | None = None, chat_template: str | None = None, log=print):
+    """``(model, tokenizer)`` ready for GRPO; ``chat_template`` replaces the tokenizer's own
+    (model.chat_template, open-r1's chat_template)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -241,6 +242,8 @@ def load(model_id: str, *, dtype: str = "auto", attn_implementation: str | None 
         kwargs["revision"] = revision
     kwargs.update(extra or {})
     tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+    if chat_template:
+        tokenizer.chat_template = chat_template
     model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     prepare_tokenizer(tokenizer, model)
     return model, tokenizer

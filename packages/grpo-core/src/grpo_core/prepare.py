@@ -267,7 +267,8 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
     model, tokenizer = load(
         cfg.model.id, dtype=precision.load, attn_implementation=cfg.model.attn_implementation,
         revision=cfg.model.revision, trust_remote_code=a.trust_remote_code, device=p.device,
-        extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})}, log=log)
+        extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})},
+        chat_template=cfg.model.chat_template, log=log)
     log(f"Loaded {cfg.model.id} ({sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters) "
         f"on {p.device} in {time.perf_counter() - t0:.1f}s: {precision.describe(cfg.lora is not None)}"
         + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")

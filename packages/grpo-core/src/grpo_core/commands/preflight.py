@@ -42,7 +42,7 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print, k: int | None =
 
     a = stage_plan.args
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
-                            revision=cfg.model.revision, device=device, log=log)
+                            revision=cfg.model.revision, device=device, chat_template=cfg.model.chat_template, log=log)
     model.to(device).eval()
     prompts = [r["prompt"] for r in rows]
     n = k or a.num_generations
@@ -59,7 +59,7 @@ def multi_turn_report(cfg, stage, rows, device: str, log=print, k: int | None = 
     from ..preflight import judge_scored
 
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
-                            revision=cfg.model.revision, device=device, log=log)
+                            revision=cfg.model.revision, device=device, chat_template=cfg.model.chat_template, log=log)
     done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, k or stage.args.num_generations)
     scored = rollouts.scored(done)
     report = judge_scored(done.names, done.weights, [r["prompt"] for r in rows], scored, rollouts.as_groups(done),
