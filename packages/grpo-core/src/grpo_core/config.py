@@ -690,19 +690,19 @@ def _translated(name: str, value: Any, where: str, problems: Problems, taken: se
     if target and target.startswith("env:"):
         done = f"{name}: {shown} -> env.{target[4:]}: {shown}"
     if problems.strict or (name == "warmup_ratio" and not _is_ratio(value)):
-        problems.add(f"{str(refusal).rstrip('.')}" + (f" (--strict; without it: {done})." if problems.strict else "."))
+        problems.add(str(refusal).rstrip(".") + (f" (--strict; without it: {done})." if problems.strict else "."))
         return None
     if target and target.startswith("env:"):
         if target[4:] in env:
             problems.add(f"{where}'{name}' (removed) and 'env.{target[4:]}' both set the same thing; keep the env one.")
         else:
             env[target[4:]] = str(value)
-            problems.note(f"{where}{done} ({REMOVED[name]}).")
+            problems.note(f"{where}{done}; {REMOVED[name]}.")
         return None
     if target in taken:
         problems.add(f"{where}'{name}' (removed) and '{target}' both set the same thing; keep {target}.")
         return None
-    problems.note(f"{where}{done} ({DROPPED[name] if target is None else REMOVED[name]}).")
+    problems.note(f"{where}{done}; {DROPPED[name] if target is None else REMOVED[name]}.")
     return target
 
 
@@ -757,6 +757,9 @@ def _check_training_values(sources: list[tuple[str, dict]], kinds: dict[str, str
         merged["report_to"] = [report_to]
     problems.attempt(check_vllm, SimpleNamespace(**merged))
     problems.attempt(check_integrations, SimpleNamespace(**merged))
+    if merged.get("push_to_hub") is True and os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        problems.add("push_to_hub: true needs the Hugging Face Hub, but HF_HUB_OFFLINE is set: unset it (and log in), "
+                     "or set push_to_hub: false.")
 
 
 # ------------------------------------------------------------------ our sections
@@ -778,6 +781,11 @@ def _model(raw: dict, problems: Problems) -> ModelSection:
         )
     if model.chat_template is not None:
         problems.attempt(_check_chat_template, model.chat_template)
+    attn = model.attn_implementation
+    if isinstance(attn, str) and attn.startswith("flash_attention") and not any(
+            importlib.util.find_spec(m) for m in ("flash_attn", "kernels")):
+        problems.add(f"model.attn_implementation {attn} needs the flash-attn package and a CUDA GPU: pip install "
+                     f"flash-attn, or use sdpa (or eager).")
     return model
 
 

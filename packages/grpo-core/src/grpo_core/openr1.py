@@ -46,6 +46,10 @@ IGNORED = {
 }
 WANDB = {"wandb_entity": "WANDB_ENTITY", "wandb_project": "WANDB_PROJECT", "wandb_run_group": "WANDB_RUN_GROUP"}
 DATASET = ("dataset_prompt_column", "dataset_mixture")
+# the layout open-r1's system prompts ask for and its format and tag_count rewards check: the
+# answer template grpo check fills in (the gold answer in it) for an open-r1 recipe using them
+R1_TEMPLATE = "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>"
+LAYOUT_REWARDS = ("format", "tag_count")
 # every reward parameter field, and the rewards that read it
 PARAM_FIELDS: dict[str, list[str]] = {}
 for _name, _entry in OPENR1_REWARDS.items():
@@ -96,6 +100,10 @@ def translate(raw: dict, r1: dict, names: list[str], problems) -> None:
     sections, into ``env``, refused (remote judges) or noted as ignored."""
     _move(raw, r1, "system_prompt", "dataset", "system_prompt", problems)
     _move(raw, r1, "chat_template", "model", "chat_template", problems)
+    _check_dataset(raw, problems)
+    dataset = raw.get("dataset")
+    if set(LAYOUT_REWARDS) & set(names) and isinstance(dataset, dict):
+        dataset.setdefault("answer_template", R1_TEMPLATE)
     if "wandb_log_unique_prompts" in r1:
         if "log_unique_prompts" in raw:
             problems.add(both("wandb_log_unique_prompts", "log_unique_prompts"))
@@ -122,10 +130,23 @@ def translate(raw: dict, r1: dict, names: list[str], problems) -> None:
 
 
 def _readers() -> dict[str, list[str]]:
+    """Each reward parameter field and the open-r1 rewards that read it."""
     readers = {k: list(v) for k, v in PARAM_FIELDS.items()}
     for key, names in UNUSED_PARAMS.items():
-        readers.setdefault(key, []).extend(n for n in names if n not in readers[key])
+        readers[key] = readers.get(key, []) + [n for n in names if n not in readers.get(key, [])]
     return readers
+
+
+def _check_dataset(raw: dict, problems) -> None:
+    dataset = raw.get("dataset")
+    params = dataset.get("params") if isinstance(dataset, dict) else None
+    if not isinstance(params, dict) or "dataset_mixture" not in params:
+        return
+    if params.get("dataset_name") is not None:
+        problems.add("'dataset_name' and 'dataset_mixture' both name the training data (open-r1 would take the "
+                     "mixture and ignore dataset_name); keep one of them.")
+    for problem in check_mixture(params["dataset_mixture"]):
+        problems.add(problem)
 
 
 def _move(raw: dict, r1: dict, key: str, section: str, option: str, problems) -> None:
@@ -176,6 +197,12 @@ def reward_hint(name: str, ours: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ the `openr1` dataset
+
+
+def _gold(batch: dict) -> dict:
+    from .text import last_boxed
+
+    return {"answer": [None if s is None else (last_boxed(str(s)) or str(s)) for s in batch["answer"]]}
 
 MIXTURE_KEYS = ("datasets", "seed", "test_split_size")
 MIXTURE_ENTRY_KEYS = ("id", "config", "split", "columns", "weight")
@@ -261,9 +288,13 @@ def _prompt(ds, column: str, what: str):
 
 
 def _renamed(ds, columns: dict, what: str):
+    """open-r1's reward columns under our names; a ``solution`` becomes the gold ``answer``
+    as open-r1's math_verify reads it: its last ``\\boxed{}``, else the whole text."""
     for theirs, ours in columns.items():
         if theirs in ds.column_names:
             ds = ds.remove_columns([ours] if ours in ds.column_names else []).rename_column(theirs, ours)
+            if ours == "answer":
+                ds = ds.map(_gold, batched=True, desc="Reading the gold answers")
         elif ours not in ds.column_names:
             raise ConfigError(f"{what} has neither '{theirs}' (open-r1's name) nor '{ours}' (grpo's), the column its "
                               f"rewards read as the gold answer; it has: {', '.join(ds.column_names)}.")

@@ -100,12 +100,12 @@ def _model(raw: dict, trl: dict, problems) -> None:
 
 
 def _renamed_dtype(value: Any, problems) -> None:
-    message = "torch_dtype is dtype since transformers 5 (ModelConfig's dtype)"
+    message = "transformers 5 renamed torch_dtype to dtype"
     if problems.strict:
         problems.add(f"'torch_dtype' is not a ModelConfig field in transformers 5: use dtype "
                      f"(--strict; without it grpo reads torch_dtype: {value} as model.dtype: {value}).")
     else:
-        problems.note(f"torch_dtype: {value} -> model.dtype: {value} ({message}).")
+        problems.note(f"torch_dtype: {value} -> model.dtype: {value}; {message}.")
 
 
 def _lora(raw: dict, trl: dict) -> None:
