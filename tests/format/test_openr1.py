@@ -39,8 +39,10 @@ def test_table_entries_name_our_rewards_and_their_parameters(reward):
 
 
 def test_table_covers_the_rewards_recipes_name_and_loads_no_plugin():
-    # open-r1's non-code rewards; accuracy, cosine and length are tests/math/test_openr1.py's
-    assert set(OPENR1_REWARDS) == set(FORMAT_SIDE) | {"accuracy", "cosine", "length"}
+    # open-r1's rewards but its remote judges; accuracy, cosine and length are tests/math/test_openr1.py's,
+    # code, binary_code and code_format tests/train/test_openr1_recipes.py's
+    assert set(OPENR1_REWARDS) == set(FORMAT_SIDE) | {"accuracy", "cosine", "length", "code", "binary_code",
+                                                      "code_format"}
     code = (
         "import sys, grpo_core.openr1_rewards\n"
         "loaded = [m for m in ('torch', 'trl', 'grpo_rewards_math', 'grpo_rewards_format') if m in sys.modules]\n"

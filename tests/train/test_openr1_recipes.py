@@ -308,3 +308,66 @@ def test_a_mixture_with_dataset_name_or_bad_entries_is_refused_before_loading(r1
         "kept, 1.0 for all).",
         "  4. dataset_mixture.datasets entry 2 needs an id (a hub id or a local path), got {'name': 'x'}.",
     ]
+
+
+# ------------------------------------------------------------------ code
+
+# recipes/Qwen2.5-1.5B-Instruct/grpo/config_demo_code.yaml: code + format with reward_weights, beta
+CODE = MATH.replace("dataset_name: math.jsonl\ndataset_prompt_column: problem\n",
+                    "dataset_name: code.jsonl\ndataset_prompt_column: problem_statement\n") \
+    .replace("learning_rate: 2.0e-05\n", "beta: 0.01\nlearning_rate: 5.0e-06\n") \
+    .replace("""reward_funcs:
+- accuracy
+- format
+- tag_count
+reward_weights:
+- 1.0
+- 1.0
+- 1.0
+""", """reward_funcs:
+- code
+- format
+reward_weights:
+- 1.0
+- 0.1
+temperature: 1.0
+""")
+
+
+@pytest.fixture
+def code_dir(r1_dir, register_plugin):
+    """open-r1's verifiable-coding-problems shape: a statement and stdin/stdout cases in verification_info."""
+    import grpo_rewards_code
+
+    register_plugin(grpo_rewards_code, name="code")
+    rows = [{"problem_statement": f"Read n and print n + {i}.", "verification_info": {
+        "language": "python", "test_cases": [{"input": "1\n", "output": f"{1 + i}\n", "type": "stdin_stdout"},
+                                             {"input": "5\n", "output": f"{5 + i}\n", "type": "stdin_stdout"}]}}
+            for i in range(8)]
+    (r1_dir / "code.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return r1_dir
+
+
+def test_the_code_recipe_maps_to_the_local_sandbox_rewards(code_dir, tiny_model):
+    cfg = load_config(recipe(code_dir, tiny_model, CODE, "config_demo_code.yaml"))
+    # parallel_code_exec_per_proc (open-r1's default 2) is code.tests' sandboxes at a time
+    assert [str(s) for s in cfg.stages[0].rewards] == ["code.tests(workers=2):1", "format.think_answer_r1:0.1"]
+    text = CODE.replace("- code\n- format\n", "- binary_code\n- code_format\n") + "parallel_code_exec_per_proc: 4\n"
+    cfg = load_config(recipe(code_dir, tiny_model, text, "binary.yaml"))
+    assert [str(s) for s in cfg.stages[0].rewards] == ["code.tests(all_or_nothing=True, workers=4):1",
+                                                       "code.format:0.1"]
+    with pytest.raises(ConfigError, match="code_language: 'cpp': grpo's code rewards .* read Python only"):
+        load_config(recipe(code_dir, tiny_model, text + "code_language: cpp\n", "cpp.yaml"))
+
+
+def test_the_code_recipe_runs_as_it_is(grpo, code_dir, tiny_model):
+    import inspect
+
+    from grpo_rewards_code import tests as code_tests
+
+    if inspect.signature(code_tests).parameters["tests"].default is inspect.Parameter.empty:
+        pytest.skip("code.tests still needs a tests column: open-r1's verification_info is grpo-rewards-code's to read")
+    path = recipe(code_dir, tiny_model, CODE, "config_demo_code.yaml")
+    err, resolved, steps = dry_then_train(grpo, path, code_dir / "out")
+    assert resolved["rewards"] == ["code.tests(workers=2):1", "format.think_answer_r1:0.1"]
+    assert len(steps) == 2 and "rewards/code.tests/mean" in steps[0]

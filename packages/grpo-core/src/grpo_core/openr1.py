@@ -57,7 +57,7 @@ for _name, _entry in OPENR1_REWARDS.items():
         PARAM_FIELDS.setdefault(_field, []).append(_name)
 # fields whose rewards are remote (or absent here): accepted, used by nothing grpo runs
 UNUSED_PARAMS = {"code_eval_test_batch_size": ["ioi_code", "cf_code"], "code_eval_scoring_mode": ["cf_code"],
-                 "code_language": ["code_format", "ioi_code"], "parallel_code_exec_per_proc": ["code", "binary_code"]}
+                 "code_language": ["code_format", "ioi_code"]}
 KEYS = (*DATASET, "system_prompt", "chat_template", "wandb_log_unique_prompts", *WANDB, *IGNORED,
         *REMOTE_SETTINGS, *PARAM_FIELDS, *[k for k in UNUSED_PARAMS if k not in PARAM_FIELDS])
 
@@ -112,6 +112,9 @@ def translate(raw: dict, r1: dict, names: list[str], problems) -> None:
     for key, var in WANDB.items():
         if key in r1:
             _env(raw, key, var, r1[key], problems)
+    if r1.get("code_language", "python") != "python" and "code_format" in names:
+        problems.add(f"code_language: {r1['code_language']!r}: grpo's code rewards (code_format is code.format) read "
+                     f"Python only; use code_language: python, or drop code_format.")
     for key, needs in REMOTE_SETTINGS.items():
         if key in r1 and not (key == "code_provider" and r1[key] == "local"):
             problems.add(f"{key}: {r1[key]!r} needs {needs}. {LOCAL_INSTEAD}; drop {key}.")

@@ -7,7 +7,10 @@ its parameters each open-r1 field sets (with the field's default in open-r1's
 ``configs.py``, for a recipe that omits it), the parameters the mapping always
 sets, the dataset columns open-r1 reads under another name, and where our values
 differ on purpose. Read against open-r1 at commit 1416fa0 (``src/open_r1/rewards.py``,
-``src/open_r1/configs.py``). Pure data: importing it loads no plugin.
+``src/open_r1/configs.py``). The code entries
+(``code``, ``binary_code``, ``code_format``) name grpo-rewards-code's rewards; open-r1's
+remote judges (``ioi_code``, ``cf_code``) have no entry (see :mod:`grpo_core.openr1`).
+Pure data: importing it loads no plugin.
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ _EXTRACTION = (
     "The final answer is read by math.correctness's chain (the <answer> block, else the boxes, '#### x', "
     "'the answer is' phrases), where open-r1 reads only the first LaTeX expression of the completion "
     "(a \\boxed{} first, else $...$; plain text such as 'The answer is 42' gives it no answer)."
+)
+
+_CODE = (
+    "Runs locally in grpo's sandbox (no network; code.tests' limits, 5 s per run by default), where open-r1 sends "
+    "the code to E2B or Morph (code_provider) and runs it with python3 -c against the row's verification_info test "
+    "cases (stdin -> stdout)."
 )
 
 OPENR1_REWARDS: dict[str, OpenR1Reward] = {
@@ -96,6 +105,27 @@ OPENR1_REWARDS: dict[str, OpenR1Reward] = {
         "still counts for the batch's min and max. " + _EXTRACTION,
     ),
     "tag_count": OpenR1Reward(spec="format.tag_count"),
+    "code": OpenR1Reward(
+        spec="code.tests",
+        params={"parallel_code_exec_per_proc": "workers"},
+        defaults={"parallel_code_exec_per_proc": 2},
+        note=_CODE + " Share of the row's cases passed, as open-r1's (its default 2 runs at a time per process suit "
+        "E2B's free tier; raise parallel_code_exec_per_proc to use more cores).",
+    ),
+    "binary_code": OpenR1Reward(
+        spec="code.tests",
+        params={"parallel_code_exec_per_proc": "workers"},
+        defaults={"parallel_code_exec_per_proc": 2},
+        fixed={"all_or_nothing": True},
+        note=_CODE + " 1.0 when every case passes, else 0.0 (open-r1: above 0.99 of them).",
+    ),
+    "code_format": OpenR1Reward(
+        spec="code.format",
+        note="1.0 when the completion holds Python code that parses (the <answer> block's code, else the last "
+        "```python block); open-r1 asks for the whole <think>/<answer> layout with a ```{code_language} block "
+        "inside <answer> and parses nothing. Pair it with format for the layout. code_language other than python "
+        "is refused: grpo's code rewards read Python only.",
+    ),
     "soft_overlong_punishment": OpenR1Reward(
         spec="length.soft_overlong",
         params={"max_completion_len": "max_length", "soft_punish_cache": "cache"},
