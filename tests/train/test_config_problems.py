@@ -181,3 +181,15 @@ def test_strict_refuses_trls_old_torch_dtype(toy_plugin, tmp_path):
     assert load_config(None, data=data).model.dtype == "float32"
     with pytest.raises(ConfigError, match="'torch_dtype' is not a ModelConfig field in transformers 5: use dtype"):
         load_config(None, data=data, strict=True)
+
+
+def test_a_step_that_depends_on_a_failed_one_adds_nothing(toy_plugin):
+    data = {k: v for k, v in tiny().items() if k != "rewards"}
+    with pytest.raises(ConfigProblems) as info:
+        load_config(None, data={**data, "reward_funcs": ["test.digits"], "reward_weights": [1.0, 2.0],
+                                "health": {"window": "x"}})
+    # the weights' problem, not also "no rewards" for the rewards they left unset
+    assert [str(p) for p in info.value.problems] == [
+        "reward_weights [1.0, 2.0] must be a list of 1 numbers, one per reward (test.digits).",
+        "health.window is 'x'; it takes an integer (default 5).",
+    ]

@@ -907,7 +907,8 @@ def _stages(raw: dict, known: set[str], environment, time_limit: float | None, p
     scorers = [e.name for e in environment.rewarded] if environment is not None else []
     if not stages_raw:
         if rewards is None and not scorers:
-            problems.add("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
+            if "rewards" not in problems.failed:  # reward_funcs said something: its problem is reported
+                problems.add("no rewards: add a rewards list, e.g. rewards: ['math.correctness:2.0'].")
             return []
         stage = _stage("main", [] if rewards is None else rewards, {}, "", scorers, time_limit, problems)
         return [stage] if stage else []

@@ -74,7 +74,8 @@ def both(theirs: str, ours: str, who: str = "open-r1's") -> ConfigError:
 def reward_names(funcs: Any) -> list[str]:
     """The open-r1 names among ``reward_funcs``."""
     funcs = [funcs] if isinstance(funcs, str) else funcs
-    return [f for f in funcs or [] if isinstance(f, str) and (f in OPENR1_REWARDS or f in REMOTE)]
+    funcs = funcs if isinstance(funcs, list) else []
+    return [f for f in funcs if isinstance(f, str) and (f in OPENR1_REWARDS or f in REMOTE)]
 
 
 def reward_spec(name: str, r1: dict) -> dict:

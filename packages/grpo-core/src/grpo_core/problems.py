@@ -36,6 +36,7 @@ class Problems:
         self.strict = strict
         self.errors: list[GrpoError] = []
         self.notes: list[str] = []
+        self.failed: set[str] = set()  # what a failed step was about ("rewards"): later steps need not repeat it
 
     def add(self, problem: GrpoError | str) -> None:
         error = ConfigError(problem) if isinstance(problem, str) else problem
@@ -46,12 +47,16 @@ class Problems:
         if text not in self.notes:
             self.notes.append(text)
 
-    def attempt(self, step: Callable, *args: Any, default: Any = None, **kwargs: Any) -> Any:
-        """``step(*args, **kwargs)``, or ``default`` after keeping the problem it raised."""
+    def attempt(self, step: Callable, *args: Any, default: Any = None, subject: str | None = None,
+                **kwargs: Any) -> Any:
+        """``step(*args, **kwargs)``, or ``default`` after keeping the problem it raised
+        (and marking ``subject`` failed)."""
         try:
             return step(*args, **kwargs)
         except GrpoError as exc:
             self.add(exc)
+            if subject:
+                self.failed.add(subject)
             return default
 
     def __len__(self) -> int:

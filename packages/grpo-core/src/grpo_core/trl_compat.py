@@ -58,7 +58,7 @@ def translate(raw: dict, problems=None) -> dict:
         problems.attempt(_model, raw, trl, problems)
         problems.attempt(_lora, raw, trl)
         problems.attempt(_dataset, raw, trl, r1, names)
-        problems.attempt(_rewards, raw, trl, r1)
+        problems.attempt(_rewards, raw, trl, r1, subject="rewards")
         openr1.translate(raw, r1, names, problems)
     if own:
         problems.raise_if_any("the config")
@@ -148,6 +148,8 @@ def _rewards(raw: dict, trl: dict, r1: dict) -> None:
         raise _both("reward_funcs" if funcs is not None else "reward_model_name_or_path", "rewards")
     if isinstance(funcs, str):
         funcs = [funcs]
+    if funcs is not None and not isinstance(funcs, list):
+        raise ConfigError(f"reward_funcs must be a list of reward names or import paths, got {funcs!r}.")
     specs = ([f"model.classifier(id={model_id!r})"] if model_id else []) + [_reward(f, r1) for f in funcs or []]
     weights = raw.pop("reward_weights", None)
     if weights is not None:
