@@ -46,8 +46,8 @@ def test_fields_pass_through_to_grpoconfig(tmp_path, register_plugin):
                             "rewards": ["length.ideal"], "output_dir": str(tmp_path)})
     args = training_args(cfg, cfg.stages[0], device="cpu", reward_weights=[1.0])
     assert (args.vllm_mode, args.vllm_server_port, args.vllm_gpu_memory_utilization) == ("server", 8123, 0.5)
-    cfg = load_config(None, ["--use_vllm", "true"], data={"model": {"id": "some/model"}, "dataset": {"name": "arithmetic"},
-                                                         "rewards": ["length.ideal"], "output_dir": str(tmp_path)})
+    data = {"model": {"id": "some/model"}, "dataset": {"name": "arithmetic"}, "rewards": ["length.ideal"],
+            "output_dir": str(tmp_path)}
     if importlib.util.find_spec("vllm") is None:
-        with pytest.raises(ConfigError, match="needs vLLM"):
-            training_args(cfg, cfg.stages[0], device="cpu", reward_weights=[1.0])
+        with pytest.raises(ConfigError, match="needs vLLM"):  # found when the config is read, with its other problems
+            load_config(None, ["--use_vllm", "true"], data=data)

@@ -50,12 +50,19 @@ DATASET = ("dataset_prompt_column", "dataset_mixture")
 # answer template grpo check fills in (the gold answer in it) for an open-r1 recipe using them
 R1_TEMPLATE = "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>"
 LAYOUT_REWARDS = ("format", "tag_count")
-# every reward parameter field, and the rewards that read it
-PARAM_FIELDS: dict[str, list[str]] = {}
-for _name, _entry in OPENR1_REWARDS.items():
-    for _field in _entry.params:
-        PARAM_FIELDS.setdefault(_field, []).append(_name)
-# fields whose rewards are remote (or absent here): accepted, used by nothing grpo runs
+
+
+def _param_fields() -> dict[str, list[str]]:
+    """Every reward parameter field of the table, and the open-r1 rewards that read it."""
+    out: dict[str, list[str]] = {}
+    for name, entry in OPENR1_REWARDS.items():
+        for key in entry.params:
+            out.setdefault(key, []).append(name)
+    return out
+
+
+PARAM_FIELDS = _param_fields()
+# fields no grpo reward takes (the remote judges' settings; code_language: grpo's code rewards read Python only)
 UNUSED_PARAMS = {"code_eval_test_batch_size": ["ioi_code", "cf_code"], "code_eval_scoring_mode": ["cf_code"],
                  "code_language": ["code_format", "ioi_code"]}
 KEYS = (*DATASET, "system_prompt", "chat_template", "wandb_log_unique_prompts", *WANDB, *IGNORED,
@@ -157,8 +164,8 @@ def _move(raw: dict, r1: dict, key: str, section: str, option: str, problems) ->
     if key not in r1:
         return
     value = raw.get(section)
-    if isinstance(value, str) and section == "model":
-        value = {"id": value}
+    if isinstance(value, str):  # the shorthands model: ID, dataset: NAME
+        value = {"id" if section == "model" else "name": value}
     if value is None:
         value = {}
     if not isinstance(value, dict):
@@ -171,7 +178,9 @@ def _move(raw: dict, r1: dict, key: str, section: str, option: str, problems) ->
 
 
 def _env(raw: dict, key: str, var: str, value: Any, problems) -> None:
-    env = raw.setdefault("env", {})
+    if raw.get("env") is None:
+        raw["env"] = {}
+    env = raw["env"]
     if not isinstance(env, dict):
         return  # the env check reports it
     if var in env:
