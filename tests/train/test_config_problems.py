@@ -193,3 +193,13 @@ def test_a_step_that_depends_on_a_failed_one_adds_nothing(toy_plugin):
         "reward_weights [1.0, 2.0] must be a list of 1 numbers, one per reward (test.digits).",
         "health.window is 'x'; it takes an integer (default 5).",
     ]
+
+
+def test_older_open_r1_recipes_dataset_configs_is_one_dataset_config(toy_plugin, tmp_path):
+    base = {k: v for k, v in tiny().items() if k != "dataset"}
+    cfg = load_config(None, data={**base, "dataset_name": "data.jsonl", "dataset_configs": ["all"]})
+    assert cfg.dataset.params == {"dataset_name": "data.jsonl", "dataset_config": "all"}
+    assert cfg.notes == ["dataset_configs: ['all'] -> dataset_config: all; older open-r1 recipes' name for it."]
+    with pytest.raises(ConfigError, match=r"'dataset_configs' \(\['a', 'b'\]\) is not a field of TRL or open-r1 any "
+                                          r"more: use dataset_config \(one config name of dataset_name\)\.$"):
+        load_config(None, data={**base, "dataset_name": "data.jsonl", "dataset_configs": ["a", "b"]})

@@ -35,7 +35,7 @@ SPLITS = {"dataset_train_split": "split", "dataset_test_split": "eval_split"}
 IGNORED = ("ignore_bias_buffers",)  # a DPO/DDP flag `trl grpo` accepts and does not use
 TRL_REWARDS = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward", "get_soft_overlong_punishment")
 KEYS = (*MODEL, *LORA, "use_peft", *QUANT, *DATASET, *SPLITS, *IGNORED, "reward_funcs", "reward_model_name_or_path",
-        *openr1.KEYS)
+        "dataset_configs", *openr1.KEYS)
 
 
 def translate(raw: dict, problems=None) -> dict:
@@ -46,6 +46,8 @@ def translate(raw: dict, problems=None) -> dict:
 
     own = problems is None
     problems = Problems() if own else problems
+    if "dataset_configs" in raw:
+        _dataset_configs(raw, problems)
     r1 = openr1.take(raw)
     trl = {k: raw.pop(k) for k in list(raw) if k in KEYS}
     if trl or r1:
@@ -63,6 +65,19 @@ def translate(raw: dict, problems=None) -> dict:
     if own:
         problems.raise_if_any("the config")
     return raw
+
+
+def _dataset_configs(raw: dict, problems) -> None:
+    """Older open-r1 recipes' ``dataset_configs: [NAME]``: one config name is TRL's dataset_config."""
+    value = raw.pop("dataset_configs")
+    names = [value] if isinstance(value, str) else value
+    plain = isinstance(names, list) and len(names) == 1 and "dataset_config" not in raw
+    if problems.strict or not plain:
+        problems.add(f"'dataset_configs' ({value!r}) is not a field of TRL or open-r1 any more: use dataset_config "
+                     f"(one config name of dataset_name)" + (" (--strict)." if problems.strict and plain else "."))
+        return
+    raw["dataset_config"] = names[0]
+    problems.note(f"dataset_configs: {names} -> dataset_config: {names[0]}; older open-r1 recipes' name for it.")
 
 
 def _both(trl_key: str, ours: str) -> ConfigError:
