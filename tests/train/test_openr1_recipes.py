@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from grpo_core.config import load_config
-from grpo_core.errors import ConfigError
+from grpo_core.errors import ConfigError, GrpoError
 
 from .test_train_cli import step_records
 
@@ -358,6 +358,14 @@ def test_the_code_recipe_maps_to_the_local_sandbox_rewards(code_dir, tiny_model)
                                                        "code.format:0.1"]
     with pytest.raises(ConfigError, match="code_language: 'cpp': grpo's code rewards .* read Python only"):
         load_config(recipe(code_dir, tiny_model, text + "code_language: cpp\n", "cpp.yaml"))
+
+
+def test_a_mapped_reward_whose_plugin_is_not_loaded_names_the_distribution(r1_dir, tiny_model):
+    with pytest.raises(GrpoError) as info:  # r1_dir registers the math and format plugins only
+        load_config(recipe(r1_dir, tiny_model, CODE, "config_demo_code.yaml"))
+    assert str(info.value).startswith("unknown reward 'code.tests'.")
+    assert str(info.value).endswith("open-r1's code and binary_code map to code.tests, from grpo-rewards-code: pip "
+                                    "install grpo-rewards-code (and, if GRPO_PLUGINS is set, add it there).")
 
 
 def test_the_code_recipe_runs_as_it_is(grpo, code_dir, tiny_model):

@@ -202,6 +202,13 @@ def reward_hint(name: str, ours: list[str]) -> str:
         return f"'{name}' is open-r1's remote judge: it needs {REMOTE[name]}. {LOCAL_INSTEAD}."
     if name in TRL_REWARDS:
         return f"'{name}' is TRL's name: write trl.rewards.{name} (or reward_funcs: [{name}], as `trl grpo` reads it)."
+    theirs = [n for n, e in OPENR1_REWARDS.items() if e.spec == name]
+    if theirs:  # an open-r1 name mapped here, and the plugin that registers it is not loaded
+        from .registry import KNOWN_NAMESPACES
+
+        dist = KNOWN_NAMESPACES.get(name.split(".", 1)[0], "the plugin that registers it")
+        return (f"open-r1's {' and '.join(theirs)} map{'s' if len(theirs) == 1 else ''} to {name}, from {dist}: "
+                f"pip install {dist} (and, if GRPO_PLUGINS is set, add it there).")
     labelled = {n: n for n in ours}
     labelled.update({n: f"{n} (open-r1's: {e.spec})" for n, e in OPENR1_REWARDS.items()})
     labelled.update({n: f"{n} (TRL's: trl.rewards.{n})" for n in TRL_REWARDS})
