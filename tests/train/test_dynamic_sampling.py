@@ -72,6 +72,9 @@ def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, 
         # the rounds stopped as soon as 2 odd (spread) groups had been generated
         odd = [key for key, prompt in sorted(groups.items()) if not even(prompt)]
         assert len(odd) >= 2 and odd[1][0] == rounds[-1]
+        # the log marks the two trained groups: the first two odd ones
+        trained = sorted({(r["round"], r["group"]) for r in rows if r["trained"]})
+        assert trained == odd[:2]
     assert any(s["sampling/rounds"] > 1 for s in steps_of(tmp_path / "out" / "metrics.jsonl"))
 
 

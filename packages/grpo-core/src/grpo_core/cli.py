@@ -20,6 +20,7 @@ COMMANDS = (
     "prompts",
     "envs",
     "score",
+    "rollouts",
     "check",
     "preflight",
     "train",

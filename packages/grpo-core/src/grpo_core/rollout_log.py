@@ -14,6 +14,8 @@ A row is one completion:
 ``step``, ``stage``       the optimizer step this batch trains (first, when a
                           batch serves several: ``steps_per_generation``)
 ``round``                 the generation round (dynamic sampling draws more)
+``trained``               with dynamic sampling: whether the group was trained on,
+                          or dropped (flat, or more than the batch needed)
 ``group``, ``prompt_index``  the group within the step; the prompt's row in
                           the training set (first row with that prompt)
 ``prompt``                the prompt's last user message

@@ -243,7 +243,7 @@ class Comparison:
         self.best_changed += not (_best(a) & _best(b))
         self.completions += len(a)
         self.flipped += sum(x * y < 0 for x, y in zip(adv_a, adv_b))
-        for i, line in enumerate(lines):
+        for i, line in enumerate(lines if self.top > 0 else ()):
             item = (abs(adv_b[i] - adv_a[i]), line, a[i], b[i], adv_a[i], adv_b[i], excerpts[i])
             if len(self.rows) < self.top:
                 heapq.heappush(self.rows, item)

@@ -130,7 +130,10 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
                                health=cfg.health.enabled, log=log)
     if main:
+        from . import manifest
+
         outputs.write_resolved(cfg, p.plans, p.root, p.device)
+        manifest.write(p.root, manifest.build(cfg))
     model, tokenizer, precision = load_model(p, log)
     r = Run(p, precision, resume, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
     r.heldout = heldout_rows(cfg, p, log)

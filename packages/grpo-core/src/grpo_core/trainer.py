@@ -83,6 +83,7 @@ class GrpoTrainer(GRPOTrainer):
         self.generations = 0  # generation batches scored in training so far
         self.dynamic = dynamic  # {"max_rounds": N}: grpo_core.dynamic
         self.prompt_stream = self._prompt_stream() if dynamic else None
+        self._pending_records: list = []  # dynamic sampling: a step's rounds, logged once chosen
         self.say = log  # (not `log`: that is the Trainer's own method)
         own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
         if environment_rewards:
@@ -184,7 +185,12 @@ class GrpoTrainer(GRPOTrainer):
         if training:
             self.generations += 1
         if training and self.rollout_log is not None:
-            self._log_rollouts(inputs, out)
+            records = self._rollout_records(inputs, out)
+            if records is not None:
+                if self.dynamic:
+                    self._pending_records.append(records)  # written once the rounds' groups are chosen
+                else:
+                    self._write_records(records)
         return out
 
     # ---------------------------------------------------------------- dynamic sampling
@@ -208,6 +214,7 @@ class GrpoTrainer(GRPOTrainer):
 
         g, local, procs = self.num_generations, len(inputs) // self.num_generations, self.accelerator.num_processes
         outputs, flags = [], []
+        self._pending_records = []
         for round_ in range(self.dynamic["max_rounds"]):
             batch = inputs if round_ == 0 else self._fresh_inputs(local)
             outputs.append(self._score_round(batch, round_))
@@ -216,6 +223,7 @@ class GrpoTrainer(GRPOTrainer):
                 break
         chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
         picks, _ = chosen[self.accelerator.process_index]
+        self._write_chosen(chosen, local)
         generated = sum(len(fl) for fl in flags)
         for name, value in (("rounds", len(outputs)), ("groups_generated", generated),
                             ("groups_dropped", generated - local * procs),
@@ -227,6 +235,15 @@ class GrpoTrainer(GRPOTrainer):
         mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
         out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
         return out
+
+    def _write_chosen(self, chosen: list, local: int) -> None:
+        """The rounds' log records, each group marked trained or dropped (the main process)."""
+        trained = {(r, p * local + g) for p, (picks, _) in enumerate(chosen) for r, g in picks}
+        for records in self._pending_records:
+            for rec in records:
+                rec["trained"] = (rec["round"], rec["group"]) in trained
+            self._write_records(records)
+        self._pending_records = []
 
     def _flat_flags(self, group_size: int) -> list[bool]:
         """Per group of the batch just scored: flat on the total, or on the reward ``metric``
@@ -247,8 +264,14 @@ class GrpoTrainer(GRPOTrainer):
         me = self.accelerator.process_index
         return [self.train_dataset[i] for i in drawn[me * local:(me + 1) * local] for _ in range(self.num_generations)]
 
-    def _log_rollouts(self, inputs: list[dict], out: dict) -> None:
-        """Every process takes part (the gathers); the main process writes the step's file."""
+    def _write_records(self, records: list[dict]) -> None:
+        from . import rollout_log
+
+        rollout_log.write(Path(self.rollout_log["folder"]), records[0]["step"], records, records[0]["round"])
+
+    def _rollout_records(self, inputs: list[dict], out: dict) -> list[dict] | None:
+        """The batch's log records on the main process (None elsewhere, or when the step is
+        not one log.rollouts keeps); every process takes part in the gathers."""
         from accelerate.utils import gather_object
 
         from . import rollout_log
@@ -256,7 +279,7 @@ class GrpoTrainer(GRPOTrainer):
         cfg = self.rollout_log
         step = cfg["offset"] + self.state.global_step + 1
         if not rollout_log.logged(step, cfg["every"]):
-            return
+            return None
         mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
         eos = {*self.eos_token_ids, self._tokenizer.pad_token_id}
         ends = [[t for t, m in zip(ids, kept) if m] for ids, kept in
@@ -265,15 +288,14 @@ class GrpoTrainer(GRPOTrainer):
         tokens = self.accelerator.gather(mask.sum(dim=1)).tolist()
         truncated = self.accelerator.gather(truncated).tolist()
         rows = gather_object(inputs)
-        if not self.accelerator.is_main_process:
-            return
+        if not self.accelerator.is_main_process or not rows:
+            return None
         logs = self._logs
-        records = rollout_log.rows(
+        return rollout_log.rows(
             step, cfg["stage"], self.generation_round, self.num_generations, rows, list(logs["completion"]),
             {name: list(logs["rewards"][name]) for name in self.reward_func_names}, self.reward_weights.tolist(),
             list(logs["advantages"]), {k: list(v) for k, v in logs["extra"].items()}, tokens, truncated,
             cfg["index"])
-        rollout_log.write(Path(cfg["folder"]), step, records, self.generation_round)
 
     # ---------------------------------------------------------------- non-finite guard
 

@@ -83,6 +83,16 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
         )
 
 
+def _say_manifest(checkpoint: Path, cfg) -> None:
+    """The run's rewards against the installed ones (grpo_core.manifest): say what differs."""
+    from .. import manifest
+
+    root = manifest.run_dir_of(checkpoint)
+    data = manifest.read(root) if root is not None else None
+    for line in manifest.compare(data, manifest.build(cfg)) if data else ():
+        print(f"note: {line}", flush=True)
+
+
 def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
     """Training's sampling settings; greedy when one completion per prompt."""
     from ..prepare import sampling_settings
@@ -106,6 +116,7 @@ def run(args) -> int:
     p = prepare(cfg, check=False, eval_split=split, verbose=args.verbose)  # held-out prompts as training prompts them
     device, ds = p.device, p.eval_ds.select(range(min(args.limit, len(p.eval_ds))))
     stage = p.plans[-1]  # the final objective
+    _say_manifest(args.checkpoint, cfg)
     rows = [ds[i] for i in range(len(ds))]
     prompts = [r["prompt"] for r in rows]
     sampling = eval_sampling(cfg, stage.args, device, args.samples)

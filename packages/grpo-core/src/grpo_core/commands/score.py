@@ -26,7 +26,9 @@ def add_parser(sub) -> None:
                    help="reward specs: name, name:weight or name(key=value):weight")
     p.add_argument("--against", nargs="+", default=None, metavar="SPEC",
                    help="a second reward set to compare with, over the same completions")
-    p.add_argument("--input", required=True, type=Path, help="completions: .jsonl, .csv or .parquet")
+    p.add_argument("--input", required=True, type=Path,
+                   help="completions: .jsonl, .csv or .parquet, or a run's rollout log (RUN_DIR, RUN_DIR/rollouts "
+                        "or one of its files: groups are taken from the log, and the comparison is reported per step)")
     p.add_argument("--output", type=Path, help="per-row scores (and what rewards logged, e.g. the extracted answer): .jsonl or .csv")
     p.add_argument("--group-size", type=int, default=None, metavar="G",
                    help="groups are G consecutive rows (default with --against: runs of the same prompt); "
@@ -45,7 +47,8 @@ def _read_batches(path: Path, batch_size: int):
     Parquet rows from 1."""
     from ..errors import GrpoError
 
-    reader = {".jsonl": _jsonl_rows, ".csv": _csv_rows, ".parquet": _parquet_rows}[path.suffix]
+    reader = _log_rows if _is_log(path) else {".jsonl": _jsonl_rows, ".csv": _csv_rows,
+                                               ".parquet": _parquet_rows}[path.suffix]
     batch = []
     for number, row in reader(path):
         if "completion" not in row:
@@ -57,6 +60,34 @@ def _read_batches(path: Path, batch_size: int):
             batch = []
     if batch:
         yield batch
+
+
+def _is_log(path: Path) -> bool:
+    """A run's rollout log: its folder, the run's output dir, or one step's file."""
+    from .. import rollout_log
+
+    if path.is_dir():
+        return True
+    return path.suffix == ".parquet" and path.parent.name == rollout_log.FOLDER
+
+
+def _log_rows(path: Path):
+    from .. import rollout_log
+
+    folder = path if path.is_file() or path.name == rollout_log.FOLDER else path / rollout_log.FOLDER
+    files = [folder] if folder.is_file() else [p for _, p in rollout_log.files(folder)]
+    number = 0
+    for file in files:
+        for row in rollout_log.read(file).to_pylist():
+            number += 1
+            yield number, row
+
+
+def _group_key(row: dict) -> str:
+    """A GRPO group: the log's (step, round, group), else the rows' prompt."""
+    if "step" in row and "group" in row:
+        return f"{row['step']}/{row.get('round', 0)}/{row['group']}"
+    return json.dumps(row.get("prompt"), default=str)
 
 
 def _jsonl_rows(path: Path):
@@ -160,10 +191,17 @@ def _require(f, batch, keys: set, path: Path) -> None:
 def _check_args(args) -> None:
     from ..errors import GrpoError
 
-    if not args.input.is_file():
-        raise GrpoError(f"--input {args.input}: no such file.")
-    if args.input.suffix not in INPUTS:
-        raise GrpoError(f"--input {args.input}: use a {', '.join(INPUTS)} file.")
+    if not args.input.exists():
+        raise GrpoError(f"--input {args.input}: no such file or folder.")
+    if args.input.is_dir():
+        from .. import rollout_log
+
+        folder = args.input if args.input.name == rollout_log.FOLDER else args.input / rollout_log.FOLDER
+        if not rollout_log.files(folder):
+            raise GrpoError(f"--input {args.input}: a folder must be a run's output dir or its rollouts/ folder, "
+                            f"with rollouts/step-*.parquet (the run may have set log.rollouts: none).")
+    elif args.input.suffix not in INPUTS:
+        raise GrpoError(f"--input {args.input}: use a {', '.join(INPUTS)} file, or a run's rollout log.")
     if args.group_size is not None and args.group_size < 2:
         raise GrpoError(f"--group-size must be at least 2 (the number of completions per prompt), got {args.group_size}.")
     if args.output and args.output.suffix not in (".jsonl", ".csv"):
@@ -178,6 +216,9 @@ def run(args) -> int:
     if args.against:
         sides.append(_Side(args.against, args.group_size, prefix="against/"))
     compare, grouper = (Comparison(), Grouper(args.group_size)) if args.against else (None, None)
+    steps: dict = {}  # a rollout log's comparison, per step
+    step_of: dict = {}  # row number -> the log's step
+    _say_manifest(args.input, args.rewards)
     out = _Output(args.output) if args.output else None
     progress = _progress(args)
     try:
@@ -189,9 +230,10 @@ def run(args) -> int:
             if out:
                 out.write(records)
             if compare:
+                step_of.update((n, r["step"]) for n, r in batch if "step" in r)
                 items = [(n, scored[0][1][i], scored[1][1][i], _excerpt(r["completion"])) for i, (n, r) in enumerate(batch)]
-                for group in grouper.add(items, [json.dumps(r.get("prompt"), default=str) for _, r in batch]):
-                    compare.add_group(*zip(*group))
+                for group in grouper.add(items, [_group_key(r) for _, r in batch]):
+                    _add_group(compare, steps, step_of, group)
             if progress:
                 progress.update(len(batch))
     finally:
@@ -201,8 +243,28 @@ def run(args) -> int:
             out.close()
     if compare:
         for group in grouper.finish():
-            compare.add_group(*zip(*group))
-    return _report(args, sides, compare)
+            _add_group(compare, steps, step_of, group)
+    return _report(args, sides, compare, steps)
+
+
+def _add_group(compare, steps: dict, step_of: dict, group) -> None:
+    """To the whole comparison, and to its step's when the rows come from a rollout log."""
+    from ..scoring import Comparison
+
+    compare.add_group(*zip(*group))
+    step = step_of.pop(group[0][0], None)
+    for line, *_ in group[1:]:
+        step_of.pop(line, None)
+    if step is not None:
+        steps.setdefault(step, Comparison(top=0)).add_group(*zip(*group))
+
+
+def _say_manifest(path: Path, specs: list[str]) -> None:
+    """A run's log re-scored with installed rewards that differ from those that paid it: say so."""
+    from .. import manifest
+
+    for line in manifest.differences_near(path, specs):
+        print(f"note: {line}", file=sys.stderr)
 
 
 def _excerpt(completion) -> str:
@@ -222,11 +284,14 @@ def _progress(args):
 # ------------------------------------------------------------------ the report
 
 
-def _report(args, sides: list[_Side], compare) -> int:
+def _report(args, sides: list[_Side], compare, steps: dict | None = None) -> int:
     summary = {"lines": sides[0].total.n, **sides[0].summary()}
     if compare:
         summary["against"] = sides[1].summary()
         summary["comparison"] = compare.as_dict()
+        if steps:
+            summary["per_step"] = {step: {k: v for k, v in c.as_dict().items() if k != "most_different"}
+                                   for step, c in sorted(steps.items())}
     if args.json:
         print_json(summary)
         return 0
@@ -237,6 +302,12 @@ def _report(args, sides: list[_Side], compare) -> int:
         _print_side(s)
     if compare:
         _print_comparison(summary["comparison"], args)
+    if summary.get("per_step"):
+        rows = [[step, c["groups"], f"{c['best_changed']} ({_pct(c['best_changed_share'])})",
+                 f"{c['advantage_flipped']}/{c['completions']} ({_pct(c['advantage_flipped_share'])})"]
+                for step, c in summary["per_step"].items()]
+        print("\nper step of the run:")
+        print(table(rows, ["step", "groups", "best changes", "advantage flips sign"]))
     if args.output:
         print(f"\nper-row scores written to {args.output}")
     return 0
@@ -256,7 +327,8 @@ def _print_side(s: dict) -> None:
 
 
 def _print_comparison(c: dict, args) -> None:
-    grouping = f"groups of {args.group_size}" if args.group_size else "groups (runs of the same prompt)"
+    grouping = (f"groups of {args.group_size}" if args.group_size else
+                "groups (the log's groups)" if _is_log(args.input) else "groups (runs of the same prompt)")
     print(f"\nwhat changes with --against, over {c['groups']} {grouping}:")
     print(f"  best completion changes in {c['best_changed']}/{c['groups']} groups ({_pct(c['best_changed_share'])})")
     print(f"  advantage changes sign for {c['advantage_flipped']}/{c['completions']} completions "

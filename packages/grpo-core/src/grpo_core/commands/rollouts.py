@@ -1,0 +1,204 @@
+"""`grpo rollouts RUN_DIR`: what the model wrote while it learned, from the rollout log."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+EPILOG = """\
+filters (rows that match any given filter are listed, grouped by step):
+  --suspect          a correctness reward scores 0 on the completion, yet its total is the best of
+                     its group (the group has a spread): the policy is pushed toward a wrong answer
+  --empty            the completion is empty or was truncated, or a reward found no answer in it
+                     (an empty or null extra/<reward>/answer column)
+  --where EXPR       a column compared with a number: 'format.xml_strict>0.5', 'total>=1',
+                     'tokens<5' (a reward's name reads its score; ops > >= < <= ==)
+Without a filter: per step, the best and worst completion of the first K groups.
+"""
+
+
+def add_parser(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("rollouts", help="read a run's rollout log: best and worst completions, hacking filters",
+                       description="What the model wrote while it learned: grpo train logs every scored completion "
+                       "in OUTPUT_DIR/rollouts/ (log.rollouts).", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run", type=Path, help="the run's output dir (or its rollouts folder)")
+    p.add_argument("--step", default=None, metavar="N|A-B", help="one step, or a range of steps")
+    p.add_argument("--groups", type=int, default=2, metavar="K", help="groups shown per step (default 2)")
+    p.add_argument("--suspect", action="store_true", help="correctness 0 but the group's best total")
+    p.add_argument("--empty", action="store_true", help="empty, truncated, or no answer found")
+    p.add_argument("--where", action="append", default=[], metavar="EXPR", help="e.g. 'format.xml_strict>0.5'")
+    p.add_argument("--correctness", action="append", default=None, metavar="NAME",
+                   help="the correctness rewards (default: those the run's config.yaml declares)")
+    p.add_argument("--limit", type=int, default=50, help="rows listed at most (default 50)")
+    p.add_argument("--json", action="store_true", help="JSON lines: one per row listed")
+    p.set_defaults(func=run)
+
+
+_WHERE_RE = re.compile(r"^\s*(?P<col>[^<>=!\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>-?[\d.]+(?:e-?\d+)?)\s*$")
+_OPS = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__, "==": float.__eq__}
+
+
+def _steps(text: str | None) -> set[int] | None:
+    from ..errors import GrpoError
+
+    if text is None:
+        return None
+    m = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
+    if not m:
+        raise GrpoError(f"--step {text!r}: give a step (12) or a range (10-20).")
+    low = int(m[1])
+    return set(range(low, int(m[2] or low) + 1))
+
+
+def _where(expr: str):
+    from ..errors import GrpoError
+
+    m = _WHERE_RE.match(expr)
+    if not m:
+        raise GrpoError(f"--where {expr!r}: write COLUMN OP NUMBER, e.g. 'format.xml_strict>0.5' (ops > >= < <= ==).")
+    col, op, value = m["col"], m["op"], float(m["value"])
+
+    def test(row: dict) -> bool:
+        v = row.get(f"reward/{col}", row.get(col))
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and _OPS[op](float(v), value)
+
+    return col, test
+
+
+def correctness_names(run: Path, columns: list[str]) -> list[str]:
+    """The run's correctness rewards, by their logged names: from its config.yaml's
+    rewards resolved now (a reward registered with correctness=True)."""
+    import yaml
+
+    from ..rewards import resolve
+    from ..specs import parse_spec
+
+    logged = {c[len("reward/"):] for c in columns if c.startswith("reward/")}
+    cfg = run / "config.yaml"
+    specs = []
+    if cfg.is_file():
+        data = yaml.safe_load(cfg.read_text()) or {}
+        specs = list(data.get("rewards") or []) + [s for st in data.get("stages") or [] for s in st.get("rewards", [])]
+    out = []
+    for spec in specs:
+        try:
+            parsed = parse_spec(spec)
+            name = parsed.alias or resolve(parsed.name).name
+            if resolve(parsed.name).correctness and name in logged:
+                out.append(name)
+        except Exception:  # noqa: BLE001 - a reward no longer installed is simply not counted
+            continue
+    return sorted(set(out))
+
+
+def _group_key(r: dict) -> tuple:
+    return r["step"], r.get("round", 0), r["group"]
+
+
+def suspect(rows: list[dict], correct: list[str]) -> list[dict]:
+    """Rows where a correctness reward scores 0 while the row has its group's best total
+    (and the group has a spread): what the advantage pushes toward is not right."""
+    best: dict = {}
+    spread: dict = {}
+    for r in rows:
+        key = _group_key(r)
+        best[key] = max(best.get(key, float("-inf")), r["total"])
+        low = spread.get(key, (r["total"], r["total"]))
+        spread[key] = (min(low[0], r["total"]), max(low[1], r["total"]))
+    return [r for r in rows if any(r.get(f"reward/{c}") == 0 for c in correct)
+            and r["total"] >= best[_group_key(r)] - 1e-9 and spread[_group_key(r)][1] > spread[_group_key(r)][0]]
+
+
+def empty(row: dict) -> bool:
+    answers = [k for k in row if k.startswith("extra/") and k.endswith("/answer")]
+    return (not str(row.get("completion") or "").strip() or bool(row.get("truncated"))
+            or any(row.get(k) in (None, "") for k in answers))
+
+
+def run(args) -> int:
+    from .. import rollout_log
+    from ..errors import GrpoError
+
+    run_dir = args.run.parent if args.run.name == rollout_log.FOLDER else args.run
+    try:
+        table = rollout_log.read(args.run, steps=_steps(args.step))
+    except FileNotFoundError as exc:
+        raise GrpoError(str(exc)) from None
+    rows = table.to_pylist()
+    filters = []
+    if args.suspect:
+        correct = args.correctness or correctness_names(run_dir, table.column_names)
+        if not correct:
+            raise GrpoError("--suspect needs a correctness reward: the run's config.yaml declares none that is "
+                            "installed; name one with --correctness NAME.")
+        flagged = {id(r) for r in suspect(rows, correct)}
+        filters.append(lambda r: id(r) in flagged)
+    if args.empty:
+        filters.append(empty)
+    filters += [_where(expr)[1] for expr in args.where]
+    if filters:
+        listed = [r for r in rows if any(f(r) for f in filters)]
+        _print_rows(listed[:args.limit], len(listed), args.json)
+    else:
+        _print_groups(rows, args.groups, args.json)
+    return 0
+
+
+def _scores(r: dict) -> str:
+    parts = [f"{k[len('reward/'):]} {_n(v)}" for k, v in r.items() if k.startswith("reward/")]
+    return "  ".join(parts) + f" | total {_n(r['total'])} | advantage {_n(r['advantage'])}"
+
+
+def _n(v) -> str:
+    from ..tables import number
+
+    return number(v, 3)
+
+
+def _clip(text: str, n: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def _print_rows(rows: list[dict], total: int, as_json: bool) -> None:
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r, default=str) + "\n")
+        return
+    print(f"{total} rows match" + (f" (first {len(rows)} shown)" if total > len(rows) else ""))
+    step = None
+    for r in rows:
+        if r["step"] != step:
+            step = r["step"]
+            print(f"\nstep {step}")
+        flags = " [truncated]" if r.get("truncated") else ""
+        where = f"group {r['group']}" + (f" round {r['round']}" if r.get("round") else "")
+        print(f"  {where} | {_clip(r['prompt'], 60)!r}{flags}\n    {_clip(r['completion'])!r}\n    {_scores(r)}")
+
+
+def _print_groups(rows: list[dict], k: int, as_json: bool) -> None:
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(_group_key(r), []).append(r)
+    shown: dict = {}
+    for key, members in groups.items():
+        if len(shown.setdefault(key[0], [])) < k:
+            shown[key[0]].append(members)
+    for step, chosen in sorted(shown.items()):
+        if not as_json:
+            print(f"step {step}")
+        for members in chosen:
+            ranked = sorted(members, key=lambda r: r["total"], reverse=True)
+            best, worst = ranked[0], ranked[-1]
+            if as_json:
+                sys.stdout.write(json.dumps({"step": step, "group": best["group"], "best": best, "worst": worst},
+                                            default=str) + "\n")
+                continue
+            print(f"  group {best['group']}: {_clip(best['prompt'], 80)!r}")
+            print(f"    best : {_clip(best['completion'])!r}\n           {_scores(best)}")
+            print(f"    worst: {_clip(worst['completion'])!r}\n           {_scores(worst)}")
