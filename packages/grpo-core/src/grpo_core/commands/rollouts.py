@@ -10,7 +10,8 @@ from pathlib import Path
 EPILOG = """\
 filters (rows that match any given filter are listed, grouped by step):
   --suspect          a correctness reward scores 0 on the completion, yet its total is the best of
-                     its group (the group has a spread): the policy is pushed toward a wrong answer
+                     its group (the group has a spread, and was trained on): the policy is pushed
+                     toward a wrong answer
   --empty            the completion is empty or was truncated, or a reward found no answer in it
                      (an empty or null extra/<reward>/answer column)
   --where EXPR       a column compared with a number: 'format.xml_strict>0.5', 'total>=1',
@@ -105,6 +106,7 @@ def suspect(rows: list[dict], correct: list[str]) -> list[dict]:
     (and the group has a spread): what the advantage pushes toward is not right."""
     best: dict = {}
     spread: dict = {}
+    rows = [r for r in rows if r.get("trained") is not False]  # dynamic sampling's dropped groups taught nothing
     for r in rows:
         key = _group_key(r)
         best[key] = max(best.get(key, float("-inf")), r["total"])
