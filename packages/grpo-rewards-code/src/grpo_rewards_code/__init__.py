@@ -25,6 +25,9 @@ CODE = (
 )
 CODE_ANSWER_TEMPLATE = "```python\n{answer}\n```"
 
+# every code reward is a share or a 0/1 verdict, whatever its parameters
+RANGES = {"code.tests": (0.0, 1.0), "code.runs": (0.0, 1.0), "code.format": (0.0, 1.0)}
+
 DATASETS = {"mbpp": load_mbpp, "humaneval": load_humaneval, "code.files": load_code_files,
             "guess_number": load_guess_number}
 
@@ -32,7 +35,8 @@ DATASETS = {"mbpp": load_mbpp, "humaneval": load_humaneval, "code.files": load_c
 @hookimpl
 def register_rewards(register):
     for name, func in REWARDS.items():  # code.tests' full marks mean "every test passes"
-        register(name, func, description=func.__doc__.strip().splitlines()[0], correctness=name == "code.tests")
+        register(name, func, description=func.__doc__.strip().splitlines()[0], correctness=name == "code.tests",
+                 range=RANGES[name])
 
 
 @hookimpl
@@ -53,6 +57,6 @@ def register_environments(register):
         register(name, factory)  # description: the docstring's first line
 
 
-__all__ = ["tests", "runs", "code_format", "REWARDS", "DATASETS", "CODE", "CODE_ANSWER_TEMPLATE",
+__all__ = ["tests", "runs", "code_format", "REWARDS", "RANGES", "DATASETS", "CODE", "CODE_ANSWER_TEMPLATE",
            "load_mbpp", "load_humaneval", "load_code_files", "register_rewards", "register_datasets",
            "register_system_prompts", "ENVIRONMENTS", "load_guess_number", "register_environments", "__version__"]
