@@ -153,3 +153,47 @@ def test_a_metric_that_is_not_a_reward_is_a_clear_error(grpo, parity_reward):
     code, out, err = grpo(TINY, "--rewards", "test.parity", "--sampling.dynamic", "true", "--sampling.metric",
                           "math.correctness", "--dry-run")
     assert code == 2 and "sampling.metric is 'math.correctness', which is not a reward of stage 'main' (test.parity)" in err
+
+
+def trained_groups(out):
+    """Per (step, round) generation: the prompts of the groups the log marks trained."""
+    trained = {}
+    for r in rollout_log.read(out).to_pylist():
+        if r["trained"]:
+            trained.setdefault(r["step"], set()).add((r["round"], r["group"], r["prompt"]))
+    return trained
+
+
+@pytest.mark.parametrize("extra, groups", [
+    # a generation batch of 2 x 8 completions (4 groups) serves two optimizer steps
+    (("--steps_per_generation", "2"), 4),
+    # each generation batch is trained on twice (TRL reuses it; no new rounds on the second pass)
+    (("--num_iterations", "2"), 2),
+])
+def test_dynamic_sampling_with_batches_reused_or_split_trains_only_spread_groups(grpo, parity_reward, tmp_path,
+                                                                                  extra, groups):
+    code, out, err = grpo(TINY, *ARGS, "--max_steps", "4", "--sampling.dynamic", "true",
+                          "--sampling.max_rounds", "8", *extra)
+    assert code == 0, out + err
+    trained = trained_groups(tmp_path / "out")
+    # two generations in 4 steps either way; each trains `groups` groups, none of them flat
+    assert len(trained) == 2
+    for step, chosen in trained.items():
+        assert len(chosen) == groups, (step, chosen)
+        assert not any(even(prompt) for _, _, prompt in chosen)
+
+
+def test_dynamic_sampling_applies_to_every_stage(grpo, parity_reward, tmp_path):
+    config = tmp_path / "stages.yaml"
+    config.write_text(TINY.read_text().split("rewards:")[0] + (
+        "per_device_train_batch_size: 8\nnum_generations: 4\nmax_completion_length: 8\nsave_strategy: 'no'\n"
+        "report_to: []\nsampling: {dynamic: {max_rounds: 8}}\n"
+        "stages:\n  - {name: first, rewards: [test.parity], max_steps: 1}\n"
+        "  - {name: second, rewards: [test.parity], max_steps: 1}\n"))
+    code, out, err = grpo(config, "--no-check")
+    assert code == 0, out + err
+    log = rollout_log.read(tmp_path / "out").to_pylist()  # one log for the run, a stage column
+    for stage in ("first", "second"):
+        rows = [r for r in log if r["stage"] == stage and r["trained"]]
+        assert len({(r["round"], r["group"]) for r in rows}) == 2, stage
+        assert not any(even(r["prompt"]) for r in rows), stage
