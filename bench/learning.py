@@ -161,7 +161,8 @@ def one(which: str, seed: int, opts, tmp: Path, env: dict) -> dict:
     if which == "bare":
         result = _run(BARE, [str(opts.budget), str(out), str(opts.config), str(seed), str(opts.max_steps)], env)
     else:
-        dyn = ["--sampling.dynamic", "true", "--sampling.max_rounds", str(opts.max_rounds)] if which == "dynamic" else []
+        dyn = ["--sampling.dynamic", "true", "--sampling.max_rounds", str(opts.max_rounds),
+               "--sampling.metric", opts.metric] if which == "dynamic" else ["--sampling.dynamic", "false"]
         result = _run(GRPO, [str(opts.budget), str(out), str(opts.config), *common, *dyn], env)
     acc = _eval(opts.config, out / "adapter", opts.extra, env, opts.limit)
     steps = result["steps"]
@@ -201,9 +202,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "examples" / "quickstart.yaml")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--budget", type=int, default=5000, help="completion tokens generated per run")
+    parser.add_argument("--budget", type=int, default=2500, help="completion tokens generated per run")
     parser.add_argument("--max-steps", type=int, default=60, help="a cap; the budget stops runs first")
     parser.add_argument("--max-rounds", type=int, default=3, help="dynamic sampling's max_rounds")
+    parser.add_argument("--metric", default="math.correctness",
+                        help="dynamic sampling's metric: a group is flat when this reward agrees (or 'total')")
     parser.add_argument("--limit", type=int, default=64, help="held-out prompts for grpo eval")
     parser.add_argument("--configs", nargs="+", default=["bare", "grpo", "dynamic"])
     parser.add_argument("--quick", action="store_true", help="a tiny random model, 2 steps: a smoke test")

@@ -115,3 +115,30 @@ max_completion_length: 256
     # each row is offered only its own environment's tools
     assert all('"name": "guess"' not in c for c in policy.python.contexts)
     assert all('"name": "python"' not in c for c in policy.game.contexts)
+
+
+def test_dynamic_sampling_generates_fresh_environment_rollouts_until_the_rounds_run_out(grpo, tool_tokenizer,
+                                                                                         tmp_path):
+    from grpo_core import rollout_log
+
+    config = write_config(tmp_path / "python.yaml", COMMON + """
+dataset: {name: toy_arithmetic, system_prompt: plain}
+environment: python(timeout=10.0)
+rewards: [math.correctness]
+max_completion_length: 128
+sampling: {dynamic: {max_rounds: 2}}
+""")
+    policy = PythonPolicy()
+    out = tmp_path / "out"
+    with scripted_policy(tool_tokenizer, policy):
+        code, stdout, stderr = grpo("train", config, "--output_dir", out)
+    assert code == 0, stdout + stderr
+    # the scripted policy is always right: every group is flat, so each step makes both rounds
+    # (2 groups each), drops 2 groups and trains 2 flat ones
+    for r in metrics(out):
+        assert (r["sampling/rounds"], r["sampling/groups_generated"], r["sampling/groups_dropped"]) == (2, 4, 2)
+        assert r["sampling/flat_share_trained"] == 1.0
+    log = rollout_log.read(out).to_pylist()
+    # the second round's completions are environment rollouts too: the tool ran in every one
+    assert {r["round"] for r in log} == {0, 1} and len(log) == 2 * 2 * 4
+    assert all(r["tool_calls"] for r in log)
