@@ -34,6 +34,11 @@ def reward_names(logs: dict) -> list[str]:
     return [k[len("rewards/"):-len("/mean")] for k in logs if k.startswith("rewards/") and k.endswith("/mean")]
 
 
+# the step line's single figures after the rewards: (metric, label, format)
+LINE_FIGURES = (("eval/accuracy", "held-out accuracy", ".2f"), ("frac_reward_zero_std", "zero-std", ".2f"),
+                ("kl", "kl", ".4f"), ("completions/mean_length", "len", ".0f"))
+
+
 def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None,
                  clock: str | None = None) -> str:
     """``step 3/30 | reward 0.41 ± 0.23 | math.correctness 0.25  format 0.62 | zero-std 0.25 | kl 0.001 | len 41 |
@@ -48,18 +53,10 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
         per.append(f"{name} {'n/a' if v is None else f'{v:.3f}'}")
     if per:
         parts.append("  ".join(per))
-    acc = _finite(logs.get("eval/accuracy"))
-    if acc is not None:
-        parts.append(f"held-out accuracy {acc:.2f}")
-    z = _finite(logs.get("frac_reward_zero_std"))
-    if z is not None:
-        parts.append(f"zero-std {z:.2f}")
-    kl = _finite(logs.get("kl"))
-    if kl is not None:
-        parts.append(f"kl {kl:.4f}")
-    length = _finite(logs.get("completions/mean_length"))
-    if length is not None:
-        parts.append(f"len {length:.0f}")
+    for key, label, fmt in LINE_FIGURES:
+        value = _finite(logs.get(key))
+        if value is not None:
+            parts.append(f"{label} {value:{fmt}}")
     if elapsed is not None:
         parts.append(f"{elapsed:.1f}s")
         slow = [f"{name} {sec:.1f}s" for name in reward_names(logs)
