@@ -72,6 +72,22 @@ def test_rewards_through_the_service_equal_the_local_ones(service, metrics):
     assert rewards.runs(completions[:2], sandbox="sandboxfusion", endpoint=service) == [1.0, 1.0]
 
 
+def test_stdin_stdout_cases_through_the_service_equal_the_local_ones(service, metrics):
+    # a whole program travels as it is, with the case's input as the request's stdin
+    cases = {"language": "python", "test_cases": [{"input": "1 2\n", "output": "3\n", "type": "stdin_stdout"},
+                                                  {"input": "5 5\n", "output": "10\n", "type": "stdin_stdout"}]}
+    completions = [block("a, b = map(int, input().split())\nprint(a + b)\n"),  # both cases: 1.0
+                   block("a, b = map(int, input().split())\nprint(a * b)\n"),  # 1 * 2 = 2, 5 * 5 = 25: 0.0
+                   block("a, b = map(int, input().split())\nassert a == 1\nprint(a + b)\n")]  # exit 1 on 5 5: 0.5
+    remote = rewards.tests(completions, verification_info=[cases] * 3, sandbox="sandboxfusion", endpoint=service,
+                           **metrics.kwargs())
+    assert remote == [1.0, 0.0, 0.5]
+    assert metrics.extra["code.tests/cause"] == ["passed", "failed", "error"]
+    assert remote == rewards.tests(completions, verification_info=[cases] * 3)
+    body = request_body(Job("print(input())", mode="raw", stdin="hi\n"), Limits(), "t" * 32)
+    assert (body["code"], body["stdin"]) == ("print(input())", "hi\n")
+
+
 def test_hostile_code_sent_to_the_service_is_confined_there(service, metrics):
     # the service runs each program in the local sandbox: the harness's own verdicts survive
     # a completion that floods stdout, forges verdict lines and exits early

@@ -137,8 +137,8 @@ def recipe(r1_dir, tiny_model, text: str, name: str):
 
 
 def dry_then_train(grpo, path, out):
-    code, _, err = grpo(path, "--dry-run", model=False, out=out)
-    assert code == 0, err
+    code, stdout, err = grpo(path, "--dry-run", model=False, out=out)
+    assert code == 0, stdout + err  # the check's table is on stdout
     code, _, err = grpo(path, model=False, out=out)
     assert code == 0, err
     return err, yaml.safe_load((out / "config.yaml").read_text()), step_records(out / "metrics.jsonl")

@@ -211,9 +211,12 @@ class GoldResult:
         return self.skipped is not None or not self.correctness or self.share >= PASS_SHARE
 
 
-def _skipped(reward) -> str | None:
+def _skipped(reward, rows: Sequence[dict] = ()) -> str | None:
     from .scoring import needs_model
 
+    if rows and is_correctness(reward) and not any(gold_of(r).strip() for r in rows):
+        # e.g. open-r1's code rows: stdin/stdout cases in verification_info, no reference solution
+        return "the rows have no gold answer ('answer' or 'solution' column): not checked"
     if getattr(reward, "timed_out", False):
         return f"ran past its time limit ({reward.time_limit:g}s): not checked"
     if needs_model(reward):
@@ -233,8 +236,9 @@ def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResu
         extracted = extras.get(f"{name}/answer") or [None] * len(rows)
         short = [{"row": i, "gold": probes[i].gold, "completion": texts[i][:200], "extracted": extracted[i],
                   "score": scores[i]} for i, ok in enumerate(at_top) if not ok]
-        out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, is_correctness(f), short,
-                              _skipped(f)))
+        skipped = _skipped(f, rows)
+        out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, is_correctness(f),
+                              [] if skipped else short, skipped))
     return out
 
 
@@ -301,7 +305,7 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
         failures = _judge(probe, rows, ids, per, totals, gold, gold_totals, correct, floors)
         results.append(ProbeResult(probe, {m: _mean(v) for m, v in per.items()}, _mean(totals), failures))
     flat = {f.__name__: vals[0] for f, w, per in zip(funcs, weights, scored.per_reward)
-            if w != 0 and _skipped(f) is None  # weight 0 logs a reward, it is not meant to teach
+            if w != 0 and _skipped(f, rows) is None  # weight 0 logs a reward, it is not meant to teach
             for vals in [[v for v in per if v is not None]] if vals and max(vals) - min(vals) <= 1e-9}
     return {m: _mean(v) for m, v in gold.items()}, _mean(gold_totals), results, flat
 

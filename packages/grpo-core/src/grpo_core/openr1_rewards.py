@@ -56,7 +56,10 @@ _EXTRACTION = (
 _CODE = (
     "Runs locally in grpo's sandbox (no network; code.tests' limits, 5 s per run by default), where open-r1 sends "
     "the code to E2B or Morph (code_provider) and runs it with python3 -c against the row's verification_info test "
-    "cases (stdin -> stdout)."
+    "cases (stdin -> stdout). A case passes as in open-r1 (exit status 0; the output stripped, split into lines, "
+    "each compared stripped), except that the number of lines must match: open-r1 pairs them with zip, which stops "
+    "at the shorter side, so there a program printing only the first line of a multi-line answer passes (a reward "
+    "hack). A case past the time limit fails on its own (open-r1: the script raises and the completion scores 0.0)."
 )
 
 OPENR1_REWARDS: dict[str, OpenR1Reward] = {

@@ -393,12 +393,30 @@ def _flush():
             pass
 
 
+def _stdin(text):
+    """The input on file descriptor 0 as well as ``sys.stdin``, so ``input()``,
+    ``sys.stdin.buffer``, ``open(0)`` and ``os.read(0, n)`` all read it (an
+    in-memory file; a StringIO where there is none)."""
+    import io
+
+    data = text.encode("utf-8", "surrogateescape")
+    try:
+        fd = os.memfd_create("stdin")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, 0)
+        os.dup2(fd, 0)
+        os.close(fd)
+    except (AttributeError, OSError):
+        return io.StringIO(text)
+    return io.TextIOWrapper(io.FileIO(0, "rb", closefd=False), encoding="utf-8", errors="replace")
+
+
 def _run_raw(p, emit):
     """Run a whole program as ``__main__`` with its own stdout and stderr (what a
     sandbox service does with a request)."""
-    import io
-
-    sys.stdin = io.StringIO(p.get("stdin") or "")
+    sys.stdin = _stdin(p.get("stdin") or "")
     status = 0
     try:
         exec(compile(p["code"], "<program>", "exec"), _fresh_main())

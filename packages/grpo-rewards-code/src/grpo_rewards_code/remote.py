@@ -7,10 +7,13 @@ Success|Failed|SandboxError, "message", "run_result": {"status":
 Finished|Error|TimeLimitExceeded, "return_code", "stdout", "stderr",
 "execution_time"}}``.
 
-Each job travels as one program: the harness with the job embedded. It reports
-its verdicts on stdout behind a random token (the code's own output goes to
-/dev/null), so the service needs nothing but a Python interpreter, and the
-result is read exactly as the local sandbox's. Network failures, HTTP errors
+A job with tests travels as one program: the harness with the job embedded. It
+reports its verdicts on stdout behind a random token (the code's own output goes
+to /dev/null), so the service needs nothing but a Python interpreter, and the
+result is read exactly as the local sandbox's. A whole program (``mode="raw"``:
+stdin/stdout cases, the ``python`` tool) travels as it is, with its ``stdin``:
+the service's stdout, stderr and return code are its own, and the service's
+limits are the only ones it runs under. Network failures, HTTP errors
 and ``SandboxError`` replies are sandbox errors (the rewards score those items
 None and count them), never a 0.
 """
@@ -28,6 +31,7 @@ from .backends import harness_source
 from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
 
 MAX_REPLY = 16 << 20  # bytes of a reply read
+KEEP = 64 << 10  # stdout / stderr bytes kept of a whole program's run (as the local runner)
 HTTP_MARGIN = 30.0  # seconds on top of the run's limit for the request itself
 
 
@@ -41,9 +45,10 @@ def program(job: Job, limits: Limits, token: str) -> str:
 
 
 def request_body(job: Job, limits: Limits, token: str) -> dict:
-    return {"code": program(job, limits, token), "language": "python", "run_timeout": limits.timeout,
-            "compile_timeout": 10, "memory_limit_MB": limits.memory_mb, "stdin": "", "files": {},
-            "fetch_files": []}
+    raw = job.mode == "raw"
+    return {"code": job.code if raw else program(job, limits, token), "language": "python",
+            "run_timeout": limits.timeout, "compile_timeout": 10, "memory_limit_MB": limits.memory_mb,
+            "stdin": job.stdin if raw else "", "files": {}, "fetch_files": []}
 
 
 def _post(url: str, body: dict, timeout: float) -> dict:
@@ -71,7 +76,7 @@ def run_one(job: Job, endpoint: str, limits: Limits) -> Result:
     except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections, bad JSON
         res.status, res.detail = "sandbox_error", f"{url}: {type(exc).__name__}: {exc}"
     else:
-        _read_answer(answer, res, token, limits)
+        (_read_raw if job.mode == "raw" else _read_answer)(answer, res, token, limits)
     res.seconds = time.monotonic() - start
     return res
 
@@ -94,6 +99,23 @@ def _read_answer(answer: dict, res: Result, token: str, limits: Limits) -> None:
                       f"{res.returncode}): {res.stderr[-300:].decode('utf-8', 'replace')}")
     elif "done" not in seen and "exit" not in seen:
         res.status, res.detail = "crashed", f"ended early with exit status {res.returncode}"
+
+
+def _read_raw(answer: dict, res: Result, token: str, limits: Limits) -> None:
+    """A whole program's reply: its own stdout, stderr and return code."""
+    run = answer.get("run_result") or {}
+    if answer.get("status") == "SandboxError" or not isinstance(run, dict) or not run:
+        res.status = "sandbox_error"
+        res.detail = f"the service says {answer.get('status')}: {str(answer.get('message', ''))[:300]}"
+        return
+    res.stdout = str(run.get("stdout") or "").encode()[:KEEP]
+    res.stderr = str(run.get("stderr") or "").encode()[-KEEP:]
+    code = run.get("return_code")
+    res.returncode = res.exit_code = code if isinstance(code, int) else None
+    if run.get("status") == "TimeLimitExceeded":
+        res.status, res.detail = "timeout", f"the service stopped it at its {limits.timeout:g} s limit"
+    elif res.exit_code is None:
+        res.status, res.detail = "crashed", f"the service reports no return code (status {run.get('status')})"
 
 
 def run_jobs(jobs: list[Job], endpoint: str, limits: Limits, workers: int) -> list[Result]:
