@@ -5,7 +5,10 @@ Each attack is a ``solve()`` whose test passes only if the attack worked, so a
 score of 0 is itself the proof it failed; the host side is then checked too (the
 file not written, the checkout file still there, the listener never called, this
 process alive). Namespace backends also run without the seccomp filter, to show
-the namespaces hold on their own. Nothing here harms the machine: the 10 GB
+the namespaces hold on their own. A host where no backend with namespaces works fails
+the suite (``test_the_suite_ran_on_a_backend_with_namespaces``) instead of
+passing on resource limits alone; ``GRPO_CODE_EXPECT`` names the backends that
+must work (``rlimits`` to accept a host without namespaces). Nothing here harms the machine: the 10 GB
 allocation meets the memory limit, the "checkout" is a temporary copy.
 """
 
@@ -21,7 +24,7 @@ from grpo_rewards_code import rewards, sandbox
 from grpo_rewards_code.jobs import Job, Limits
 from grpo_rewards_code.rewards import METRIC
 
-from .conftest import children, sandbox_pids
+from .conftest import EXPECT_ENV, children, coverage_problem, sandbox_pids
 
 FENCE = "```"
 SECRET = "s3cret-value-of-the-trainer"
@@ -163,3 +166,21 @@ def test_the_sandbox_pid_scan_sees_a_live_harness():
         assert seen
         assert future.result()[0].status == "timeout"
     assert sandbox_pids() == set()
+
+
+def test_the_suite_ran_on_a_backend_with_namespaces():
+    problem = coverage_problem(sandbox.probe, os.environ.get(EXPECT_ENV))
+    assert problem is None, problem
+
+
+def test_the_coverage_check_fails_a_host_without_real_isolation():
+    def only_rlimits(name):
+        return None if name == "rlimits" else f"{name} broken"
+
+    assert coverage_problem(only_rlimits, None) == (
+        "no backend with namespaces works here (bwrap: bwrap broken; unshare: unshare broken), so the hostile "
+        "programs met resource limits only. Fix the host (install bubblewrap, allow user namespaces), or set "
+        "GRPO_CODE_EXPECT=rlimits to accept testing without namespaces.")
+    assert coverage_problem(only_rlimits, "bwrap") == "bwrap: bwrap broken (named in GRPO_CODE_EXPECT)"
+    assert coverage_problem(only_rlimits, "rlimits") is None  # accepted by name
+    assert coverage_problem(lambda name: None if name == "unshare" else "broken", None) is None  # one is enough

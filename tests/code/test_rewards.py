@@ -130,7 +130,7 @@ def test_a_failing_sandbox_is_none_counted_and_logged_never_a_silent_zero(monkey
 
     monkeypatch.setattr(rewards, "_reported", set())  # logged once per process: start afresh
     name = sandbox.backend().name  # probed (and cached) while it works
-    monkeypatch.setattr(backends.Backend, "argv", lambda self, *args: ["/nonexistent/sandbox"])
+    monkeypatch.setattr(type(backends.get(name)), "argv", lambda self, *args: ["/nonexistent/sandbox"])
     with caplog.at_level(logging.WARNING, logger="grpo_rewards_code"):
         scores = rewards.tests([block(REMOVE_OCC_GOLD), "no code"], tests=[REMOVE_OCC] * 2, sandbox=name,
                                **metrics.kwargs())

@@ -146,15 +146,15 @@ def test_auto_takes_the_strongest_backend_that_works(fresh_probes):
 def test_without_bubblewrap_auto_falls_back_to_unshare(fresh_probes):
     if sandbox.probe("unshare"):
         pytest.skip(f"unshare does not work here: {sandbox.probe('unshare')}")
-    fresh_probes.setattr(backends, "missing_tool", lambda name: "bwrap gone" if name == "bwrap" else None)
+    fresh_probes.setattr(backends.Bwrap, "missing", lambda self: "bwrap gone")
     with warnings.catch_warnings():
         warnings.simplefilter("error", sandbox.SandboxWarning)  # unshare is no downgrade worth a warning
         assert sandbox.backend().name == "unshare"
 
 
 def test_with_neither_auto_warns_once_naming_what_is_missing(fresh_probes):
-    fresh_probes.setattr(backends, "missing_tool",
-                         lambda name: {"bwrap": "bubblewrap is not installed", "unshare": "no userns"}.get(name))
+    fresh_probes.setattr(backends.Bwrap, "missing", lambda self: "bubblewrap is not installed")
+    fresh_probes.setattr(backends.Unshare, "missing", lambda self: "no userns")
     with pytest.warns(sandbox.SandboxWarning) as caught:
         assert sandbox.backend().name == "rlimits"
         assert sandbox.backend().name == "rlimits"
@@ -168,7 +168,8 @@ def test_with_neither_auto_warns_once_naming_what_is_missing(fresh_probes):
 
 
 def test_auto_refuses_root_without_namespaces_or_seccomp(fresh_probes):
-    fresh_probes.setattr(backends, "missing_tool", lambda name: None if name == "rlimits" else "absent")
+    for cls in (backends.Bwrap, backends.Unshare):
+        fresh_probes.setattr(cls, "missing", lambda self: "absent")
     fresh_probes.setattr(sandbox.os, "geteuid", lambda: 0)
     sandbox.probe("rlimits")
     sandbox._probes["rlimits"][1]["seccomp"] = "0"  # as on an architecture without our syscall table
@@ -184,7 +185,7 @@ def test_a_backend_named_by_parameter_or_environment_is_used_or_refused(fresh_pr
         assert sandbox.run([Job("x = 1", ())], sandbox="rlimits")[0].layers.get("pdeathsig") == "1"
     fresh_probes.setenv(sandbox.ENV_BACKEND, "rlimits")
     assert sandbox.backend().name == "rlimits"
-    fresh_probes.setattr(backends, "missing_tool", lambda name: "not here" if name == "bwrap" else None)
+    fresh_probes.setattr(backends.Bwrap, "missing", lambda self: "not here")
     with pytest.raises(sandbox.SandboxUnavailable, match=r"sandbox 'bwrap' does not work on this host: not here"):
         sandbox.backend("bwrap")
     with pytest.raises(ValueError, match=r"sandbox='docker': choose one of auto, bwrap, unshare, rlimits"):
@@ -192,13 +193,13 @@ def test_a_backend_named_by_parameter_or_environment_is_used_or_refused(fresh_pr
 
 
 def test_a_broken_sandbox_is_a_sandbox_error_not_a_score(fresh_probes):
-    broken = backends.Backend("rlimits")
-    fresh_probes.setattr(backends.Backend, "argv", lambda self, *args: ["/nonexistent/bwrap"])
+    broken = backends.get("rlimits")
+    fresh_probes.setattr(backends.Rlimits, "argv", lambda self, *args: ["/nonexistent/bwrap"])
     from grpo_rewards_code.runner import run_jobs
 
     (r,) = run_jobs([Job(ADD, ("assert True",))], broken, Limits(), 1)
     assert r.status == "sandbox_error" and "cannot start the rlimits sandbox" in r.detail
-    fresh_probes.setattr(backends.Backend, "argv", lambda self, *args: ["python3", "-c", "import sys; sys.exit(3)"])
+    fresh_probes.setattr(backends.Rlimits, "argv", lambda self, *args: ["python3", "-c", "import sys; sys.exit(3)"])
     (r,) = run_jobs([Job(ADD, ("assert True",))], broken, Limits(), 1)
     assert r.status == "sandbox_error" and "did not start (exit status 3)" in r.detail
 
@@ -267,3 +268,38 @@ def test_no_sandbox_outlives_a_trainer_killed_with_sigkill(backend, tmp_path):
     for pid in left:
         os.kill(pid, 9)
     assert not left, f"left running after the trainer died: {left}"
+
+
+class Niced(backends.Backend):
+    """A test double: the plain child process under nice(1). One class, put in the list."""
+
+    name = "niced"
+    guarantees = "a lower CPU priority (a test double)"
+    host_dir = True
+
+    def argv(self, run_id: str = "", seccomp_fd: int | None = None) -> list[str]:
+        return ["nice", "-n", "5", *backends.python_argv(run_id)]
+
+    def payload(self, host_dir, filter_loaded=False) -> dict:
+        return {"die_with_parent": True}
+
+    def environment(self, host_dir) -> dict[str, str]:
+        return backends.env(host_dir, host_dir)
+
+
+def test_a_new_backend_is_one_class_added_to_the_list(fresh_probes):
+    import shutil
+
+    if shutil.which("nice") is None:
+        pytest.skip("nice(1) is not installed")
+    fresh_probes.setattr(backends, "BACKENDS", [Niced(), *backends.BACKENDS])
+    assert sandbox.check_choice("niced") == "niced"
+    assert sandbox.backend().name == "niced"  # first in the list and it works: auto takes it
+    level = min(os.nice(0) + 5, 19)
+    (r,) = sandbox.run([Job("import os\nlevel = os.nice(0)\n", (f"assert level == {level}",))], sandbox="niced")
+    assert r.tests == ["pass"] and r.layers["pdeathsig"] == "1"  # it ran under nice, with the harness's layers
+    sandbox.reset()
+    fresh_probes.setattr(Niced, "missing", lambda self: "nice is broken")
+    assert sandbox.backend().name == next(n for n in backends.names()[1:] if sandbox.probe(n) is None)
+    with pytest.raises(sandbox.SandboxUnavailable, match="sandbox 'niced' does not work on this host: nice is broken"):
+        sandbox.backend("niced")

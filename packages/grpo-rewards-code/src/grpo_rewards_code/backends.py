@@ -1,4 +1,5 @@
-"""How a sandbox process is started, per isolation backend.
+"""How a sandbox process is started: one class per isolation backend, in one list
+(:data:`BACKENDS`, strongest first).
 
 - ``bwrap``: bubblewrap with new user, pid, network, ipc, uts and mount
   namespaces; only the system directories and the Python installation are
@@ -21,11 +22,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-NAMES = ("bwrap", "unshare", "rlimits")
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 PYTHON_FLAGS = ("-S", "-s", "-B")  # no site-packages, no user site, no .pyc files
 TMPFS_MB = 64
@@ -87,47 +86,136 @@ def visible_paths() -> tuple[tuple, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+def python_argv(run_id: str) -> list[str]:
+    """The sandboxed interpreter's command line; ``run_id`` ends it (as ``sys.argv[1]``), so
+    the run's processes can be found in /proc after a kill."""
+    return [interpreter(), *PYTHON_FLAGS, "-c", BOOTSTRAP, run_id]
+
+
 class Backend:
-    """Builds the command line and the harness's extra instructions for one run."""
+    """One isolation backend: what it needs on the host, how it wraps the sandboxed
+    interpreter's command line, and what it guarantees.
 
-    name: str
+    To add one, subclass this and put an instance in :data:`BACKENDS`, which is
+    ordered strongest first: ``auto`` takes the first that passes its probe,
+    ``sandbox=NAME`` picks one by name, and nothing else compares names.
+    """
 
-    @property
-    def host_dir(self) -> bool:
-        """A fresh host directory per run: the working directory (rlimits) or the
-        mount point of the private root (unshare)."""
-        return self.name in ("unshare", "rlimits")
+    name: str = ""
+    guarantees: str = ""  # in words, for the log line naming the backend in force
+    namespaces: bool = True  # hides the host's files and processes; auto warns when it has to take one without
+    host_dir: bool = False  # a fresh host directory per run (the working directory or a private root's mount point)
+
+    def missing(self) -> str | None:
+        """Why it cannot even be tried on this host (a tool or the OS missing), or None."""
+        if not sys.platform.startswith("linux"):
+            return f"{self.name} needs Linux (this is {sys.platform})"
+        return None
+
+    def probe_problem(self, layers: dict) -> str | None:
+        """After the probe job passed: a layer it promises that the harness did not report, or None."""
+        return None
+
+    def seccomp_filter(self) -> bytes | None:
+        """A seccomp filter the backend loads itself before Python starts (passed as a pipe), or None."""
+        return None
 
     def argv(self, run_id: str = "", seccomp_fd: int | None = None) -> list[str]:
-        """The command line; ``run_id`` ends it (as ``sys.argv[1]``), so the run's
-        processes can be found in /proc after a kill. ``seccomp_fd`` (bwrap): a pipe
-        holding :func:`bwrap_filter`, which bubblewrap loads before it execs Python."""
-        python = [interpreter(), *PYTHON_FLAGS, "-c", BOOTSTRAP, run_id]
-        if self.name == "bwrap":
-            loaded = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
-            return _bwrap_argv() + loaded + ["--", *python]
-        if self.name == "unshare":
-            # setpriv makes unshare die with the trainer (kill -9 included), and --kill-child
-            # takes the harness with it
-            return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--user", "--map-root-user", "--mount",
-                    "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts", "--", *python]
-        return python
+        """The command line (``seccomp_fd``: a pipe holding :meth:`seccomp_filter`)."""
+        raise NotImplementedError
 
     def payload(self, host_dir: str | None, filter_loaded: bool = False) -> dict:
-        if self.name == "bwrap":  # bubblewrap drops the capabilities (and loads the filter): the harness checks
-            return {"outside": ["caps", "seccomp"] if filter_loaded else ["caps"]}
-        if self.name == "unshare":
-            return {"chroot": {"root": host_dir, "binds": [list(b) for b in visible_paths()],
-                               "tmpfs_mb": TMPFS_MB}}
-        if self.name == "rlimits":
-            return {"die_with_parent": True}
+        """The harness's extra instructions for one run."""
         return {}
 
     def environment(self, host_dir: str | None) -> dict[str, str]:
-        if self.name == "rlimits":
-            return env(host_dir or "/", host_dir or "/tmp")
         return env("/sandbox", "/tmp")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class Bwrap(Backend):
+    """bubblewrap: new user, pid, network, ipc, uts and mount namespaces, a read-only view of
+    the system, fresh tmpfs working directories; it drops the capabilities and loads the filter."""
+
+    name = "bwrap"
+    guarantees = "bubblewrap namespaces"
+
+    def missing(self) -> str | None:
+        if super().missing() or shutil.which("bwrap"):
+            return super().missing()
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+
+    def seccomp_filter(self) -> bytes | None:
+        return bwrap_filter()
+
+    def argv(self, run_id: str = "", seccomp_fd: int | None = None) -> list[str]:
+        loaded = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+        return _bwrap_argv() + loaded + ["--", *python_argv(run_id)]
+
+    def payload(self, host_dir: str | None, filter_loaded: bool = False) -> dict:
+        return {"outside": ["caps", "seccomp"] if filter_loaded else ["caps"]}  # the harness checks them
+
+
+class Unshare(Backend):
+    """util-linux unshare (unprivileged user namespaces), the same namespaces; the harness
+    builds the private root itself."""
+
+    name = "unshare"
+    guarantees = "user namespaces"
+    host_dir = True
+
+    def missing(self) -> str | None:
+        lacking = [tool for tool in ("unshare", "setpriv") if shutil.which(tool) is None]
+        if super().missing() or not lacking:
+            return super().missing()
+        return f"{' and '.join(lacking)} (util-linux) not installed"
+
+    def probe_problem(self, layers: dict) -> str | None:
+        return None if layers.get("chroot") == "1" else "the private root was not built"
+
+    def argv(self, run_id: str = "", seccomp_fd: int | None = None) -> list[str]:
+        # setpriv makes unshare die with the trainer (kill -9 included), and --kill-child takes the harness with it
+        return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", "--user", "--map-root-user", "--mount",
+                "--pid", "--fork", "--kill-child", "--net", "--ipc", "--uts", "--", *python_argv(run_id)]
+
+    def payload(self, host_dir: str | None, filter_loaded: bool = False) -> dict:
+        return {"chroot": {"root": host_dir, "binds": [list(b) for b in visible_paths()], "tmpfs_mb": TMPFS_MB}}
+
+
+class Rlimits(Backend):
+    """A plain child process: resource limits, a fresh working directory, an empty
+    environment and the seccomp filter; the host's files and processes stay visible."""
+
+    name = "rlimits"
+    guarantees = "resource limits only"
+    namespaces = False
+    host_dir = True
+
+    def argv(self, run_id: str = "", seccomp_fd: int | None = None) -> list[str]:
+        return python_argv(run_id)
+
+    def payload(self, host_dir: str | None, filter_loaded: bool = False) -> dict:
+        return {"die_with_parent": True}
+
+    def environment(self, host_dir: str | None) -> dict[str, str]:
+        return env(host_dir or "/", host_dir or "/tmp")
+
+
+BACKENDS: list[Backend] = [Bwrap(), Unshare(), Rlimits()]  # strongest first
+
+
+def names() -> tuple[str, ...]:
+    return tuple(b.name for b in BACKENDS)
+
+
+def get(name: str) -> Backend:
+    """The backend called ``name`` (a ValueError listing the names otherwise)."""
+    for b in BACKENDS:
+        if b.name == name:
+            return b
+    raise ValueError(f"no sandbox backend {name!r}; the backends are {', '.join(names())}.")
 
 
 def _bwrap_argv() -> list[str]:
@@ -172,18 +260,5 @@ def bwrap_has_size() -> bool:
     return "--size" in out.stdout + out.stderr
 
 
-def missing_tool(name: str) -> str | None:
-    """Why ``name`` cannot be tried at all, or None."""
-    if not sys.platform.startswith("linux"):
-        return f"{name} needs Linux (this is {sys.platform})"
-    if name == "bwrap" and shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    if name == "unshare":
-        lacking = [tool for tool in ("unshare", "setpriv") if shutil.which(tool) is None]
-        if lacking:
-            return f"{' and '.join(lacking)} (util-linux) not installed"
-    return None
-
-
-__all__ = ["NAMES", "Backend", "BOOTSTRAP", "harness_source", "harness_code", "bwrap_filter", "interpreter",
-           "visible_paths", "missing_tool"]
+__all__ = ["Backend", "Bwrap", "Unshare", "Rlimits", "BACKENDS", "names", "get", "BOOTSTRAP", "harness_source",
+           "harness_code", "bwrap_filter", "interpreter", "python_argv", "visible_paths"]

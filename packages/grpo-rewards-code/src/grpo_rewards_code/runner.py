@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 
-from .backends import Backend, bwrap_filter, harness_code
+from .backends import Backend, harness_code
 from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
 
 CHANNEL_CAP = 256 << 10  # verdict bytes: a test line is ~45 bytes
@@ -206,7 +206,7 @@ class _Run:
         read, write = os.pipe()
         write = _high_fd(write)
         fds = [write]
-        bpf = bwrap_filter() if backend.name == "bwrap" and self.limits.seccomp else None
+        bpf = backend.seccomp_filter() if self.limits.seccomp else None
         if bpf is not None:
             fds.append(_pipe_holding(bpf))
         payload = {"token": self.token, "mode": self.job.mode, "code": self.job.code,

@@ -3,10 +3,11 @@ separate, confined processes, several at a time.
 
 ``run(jobs, limits, workers, sandbox)`` returns one :class:`Result` per
 :class:`Job`. ``sandbox`` picks the isolation: ``auto`` (the default, or
-``GRPO_CODE_SANDBOX``) takes the strongest that works on this host, found by
-running a trivial job through each: ``bwrap`` (bubblewrap), else ``unshare``
-(unprivileged user namespaces), else ``rlimits`` alone, with a one-time warning
-that names what is missing. Naming a backend that does not work here is an
+``GRPO_CODE_SANDBOX``) walks :data:`backends.BACKENDS` (strongest first) and
+takes the first that runs a trivial job on this host: ``bwrap`` (bubblewrap),
+else ``unshare`` (unprivileged user namespaces), else ``rlimits`` alone, with a
+one-time warning that names what is missing when it has to take one without
+namespaces. Naming a backend that does not work here is an
 error that says why. ``sandboxfusion`` sends the jobs to a SandboxFusion-style
 HTTP service (``endpoint=``, or ``GRPO_CODE_ENDPOINT``) instead.
 """
@@ -26,7 +27,6 @@ ENV_BACKEND = "GRPO_CODE_SANDBOX"
 ENV_WORKERS = "GRPO_CODE_WORKERS"
 ENV_ENDPOINT = "GRPO_CODE_ENDPOINT"
 MAX_DEFAULT_WORKERS = 16
-CHOICES = ("auto", *backends.NAMES, "sandboxfusion")
 PROBE = (Job("x = 1", ("assert x == 1",)), Limits(timeout=30.0))
 
 log = logging.getLogger("grpo_rewards_code")
@@ -59,11 +59,17 @@ def resolve_workers(workers: int | None) -> int:
     return default_workers() if n is None else n
 
 
+def choices_now() -> tuple[str, ...]:
+    """What ``sandbox=`` accepts: auto, each backend of :data:`backends.BACKENDS`, sandboxfusion."""
+    return ("auto", *backends.names(), "sandboxfusion")
+
+
 def check_choice(sandbox: str | None, endpoint: str | None = None) -> str:
     """The sandbox name in force (argument, else ``GRPO_CODE_SANDBOX``, else auto), checked."""
     name = sandbox or os.environ.get(ENV_BACKEND, "").strip() or "auto"
-    if name not in CHOICES:
-        raise ValueError(f"sandbox={name!r}: choose one of {', '.join(CHOICES)} "
+    choices = choices_now()
+    if name not in choices:
+        raise ValueError(f"sandbox={name!r}: choose one of {', '.join(choices)} "
                          f"(auto = the strongest that works here).")
     if name == "sandboxfusion" and not (endpoint or os.environ.get(ENV_ENDPOINT)):
         raise ValueError("sandbox='sandboxfusion' needs endpoint='http://HOST:PORT' (the service's base URL) "
@@ -76,18 +82,19 @@ def probe(name: str) -> str | None:
     with _lock:
         if name in _probes:
             return _probes[name][0]
-    reason = backends.missing_tool(name)
+    candidate = backends.get(name)
+    reason = candidate.missing()
     layers: dict = {}
     if reason is None:
         from .runner import run_jobs
 
         job, limits = PROBE
-        res = run_jobs([job], backends.Backend(name), limits, 1)[0]
+        res = run_jobs([job], candidate, limits, 1)[0]
         layers = res.layers
         if res.status != "ok" or res.tests != ["pass"]:
             reason = res.detail or f"the test job ended '{res.cause}'"
-        elif name == "unshare" and layers.get("chroot") != "1":
-            reason = "the private root was not built"
+        else:
+            reason = candidate.probe_problem(layers)
     with _lock:
         _probes[name] = (reason, layers)
     return reason
@@ -109,47 +116,49 @@ def backend(name: str | None = None) -> backends.Backend:
         if reason:
             raise SandboxUnavailable(f"sandbox '{name}' does not work on this host: {reason}. "
                                      f"Use sandbox='auto' to take the strongest one that does.")
-        if name == "rlimits":
-            _note_once(name, {"sandbox": "'rlimits' was named"})
-        return backends.Backend(name)
-    reasons = {}
-    for candidate in ("bwrap", "unshare"):
-        reasons[candidate] = probe(candidate)
-        if reasons[candidate] is None:
+        chosen = backends.get(name)
+        if not chosen.namespaces:
+            _note_once(chosen, {"sandbox": f"'{name}' was named"})
+        return chosen
+    reasons: dict[str, str | None] = {}
+    for candidate in backends.BACKENDS:
+        reasons[candidate.name] = probe(candidate.name)
+        if reasons[candidate.name] is None:
+            if not candidate.namespaces:
+                _refuse_root_without_seccomp(candidate, reasons)
             _note_once(candidate, reasons)
-            return backends.Backend(candidate)
-    reason = probe("rlimits")
-    if reason:
-        raise SandboxUnavailable(f"no sandbox works on this host; even a plain child process failed: {reason}")
-    if os.geteuid() == 0 and _probes["rlimits"][1].get("seccomp") != "1":
-        why = "; ".join(f"{k}: {v}" for k, v in reasons.items())
+            return candidate
+    raise SandboxUnavailable(f"no sandbox works on this host; even a plain child process failed: "
+                             f"{reasons[backends.BACKENDS[-1].name]}")
+
+
+def _refuse_root_without_seccomp(chosen: backends.Backend, reasons: dict) -> None:
+    if os.geteuid() == 0 and _probes[chosen.name][1].get("seccomp") != "1":
+        why = "; ".join(f"{k}: {v}" for k, v in reasons.items() if v)
         raise SandboxUnavailable(
             f"refusing to run model code as root with neither namespaces ({why}) nor a seccomp filter "
             f"(not available here): it could signal, rewrite or delete anything on this machine. Install "
             f"bubblewrap, allow unprivileged user namespaces or train as an unprivileged user; to accept the "
-            f"risk, name sandbox='rlimits' explicitly.")
-    _note_once("rlimits", reasons)
-    return backends.Backend("rlimits")
+            f"risk, name sandbox='{chosen.name}' explicitly.")
 
 
-def _note_once(name: str, reasons: dict) -> None:
+def _note_once(chosen: backends.Backend, reasons: dict) -> None:
+    """The backend in force, said once per process: logged when it has namespaces, else a warning."""
     with _lock:
-        if name in _warned:
+        if chosen.name in _warned:
             return
-        _warned.add(name)
-    seccomp = _probes[name][1].get("seccomp") == "1"
-    if name == "bwrap":
-        log.info("grpo-rewards-code: sandbox 'bwrap' (bubblewrap namespaces%s)", ", seccomp" if seccomp else "")
-        return
+        _warned.add(chosen.name)
+    seccomp = _probes[chosen.name][1].get("seccomp") == "1"
     why = "; ".join(f"{k}: {v}" for k, v in reasons.items() if v)
-    if name == "unshare":
-        log.info("grpo-rewards-code: sandbox 'unshare' (%s)", why)
+    if chosen.namespaces:
+        log.info("grpo-rewards-code: sandbox '%s' (%s%s%s)", chosen.name, chosen.guarantees,
+                 ", seccomp" if seccomp else "", f"; {why}" if why else "")
         return
     kept = ("seccomp still refuses sockets, new processes and signals to other processes"
             if seccomp else "no seccomp filter either: it can also open sockets, start processes and signal "
             "your processes")
     warnings.warn(
-        f"grpo-rewards-code runs model code with resource limits only ({why}). Without namespaces "
+        f"grpo-rewards-code runs model code with {chosen.guarantees} ({why}). Without namespaces "
         f"the code can read and write your files under your user, the trainer's /proc entries (its "
         f"environment, tokens included) too; {kept}. Install bubblewrap "
         f"(apt-get install bubblewrap) or allow unprivileged user namespaces "
@@ -182,5 +191,5 @@ def reset() -> None:
         _warned.clear()
 
 
-__all__ = ["run", "backend", "probe", "layers", "default_workers", "resolve_workers", "check_choice",
+__all__ = ["run", "backend", "probe", "layers", "default_workers", "resolve_workers", "check_choice", "choices_now",
            "SandboxWarning", "SandboxUnavailable", "reset", "Job", "Limits", "Result"]

@@ -96,13 +96,21 @@ class Handler(BaseHTTPRequestHandler):
         return self._send(200, reply_for(result))
 
 
+def _local_choices() -> str:
+    """``auto, bwrap, unshare or rlimits``: the local backends, in their order."""
+    from .backends import names
+
+    *first, last = ("auto", *names())
+    return f"{', '.join(first)} or {last}"
+
+
 def make_server(host: str = "127.0.0.1", port: int = 8080, sandbox: str = "auto",
                 workers: int | None = None) -> ThreadingHTTPServer:
     """A server ready for ``serve_forever()`` (port 0: any free port, see ``server_address``)."""
     from .sandbox import backend, check_choice, resolve_workers
 
     if check_choice(sandbox) == "sandboxfusion":
-        raise ValueError("the server runs jobs locally: choose auto, bwrap, unshare or rlimits")
+        raise ValueError(f"the server runs jobs locally: choose {_local_choices()}")
     backend(sandbox)  # fail now, not on the first request, when it does not work here
     handler = type("BoundHandler", (Handler,), {"sandbox": sandbox,
                                                  "slots": threading.BoundedSemaphore(resolve_workers(workers))})
@@ -115,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grpo_rewards_code.server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--sandbox", default="auto", help="auto, bwrap, unshare or rlimits")
+    parser.add_argument("--sandbox", default="auto", help=_local_choices())
     parser.add_argument("--workers", type=int, default=None, help="runs at a time (default: CPUs)")
     args = parser.parse_args(argv)
     server = make_server(args.host, args.port, args.sandbox, args.workers)
