@@ -60,7 +60,8 @@ def test_humaneval_rows(load, write, tmp_path):
     assert row["test_setup"] == HUMANEVAL[0]["prompt"]
     assert ds[1]["test_setup"] == HUMANEVAL[1]["prompt"].lstrip("\n")
     assert row["answer"] == HUMANEVAL[0]["prompt"] + HUMANEVAL[0]["canonical_solution"]
-    with pytest.raises(Exception, match=r"no folder for config 'main' under .*; it has openai_humaneval"):
+    with pytest.raises(Exception, match=r"no folder for config 'main' under .*; it has: openai_humaneval\. Pass "
+                                        r"config= one of them"):
         load("humaneval", path=str(tmp_path / "humaneval"), config="main")
 
 
@@ -93,10 +94,10 @@ def test_code_files_maps_columns_from_jsonl_csv_and_parquet(load, write, tmp_pat
 def test_code_files_errors_name_the_columns_and_skip_rows_without_tests(load, write, tmp_path):
     path = write.jsonl(tmp_path / "t.jsonl", [{"prompt": "Add.", "tests": ["assert add(1, 1) == 2"]},
                                               {"prompt": "Nothing to check.", "tests": []}])
-    with pytest.raises(Exception, match=r"column\(s\) question not found; the data has prompt, tests\. Map your "
+    with pytest.raises(Exception, match=r"column 'question' not found; the data has: 'prompt', 'tests'\. Map your "
                                         r"columns with question_field="):
         load("code.files", path=str(path), answer_field=None)
-    with pytest.raises(Exception, match=r"column\(s\) test \(did you mean 'tests'\?\) not found"):
+    with pytest.raises(Exception, match=r"column 'test' \(did you mean 'tests'\?\) not found"):
         load("code.files", path=str(path), question_field="prompt", tests_field="test", answer_field=None)
     with pytest.warns(UserWarning, match=r"skipped 1 of 2 rows without a question or tests"):
         ds = load("code.files", path=str(path), question_field="prompt", answer_field=None)
@@ -116,3 +117,28 @@ def test_humaneval_tests_may_call_the_prompts_helpers(load, write, tmp_path):
     only_the_function = f"{FENCE}python\ndef find_zero(c):\n    return -c[0] / c[1]\n{FENCE}"
     assert rewards.tests([only_the_function], tests=ds["tests"], test_setup=ds["test_setup"]) == [1.0]
     assert rewards.tests([only_the_function], tests=ds["tests"]) == [0.0]  # NameError: poly
+
+
+def test_code_adapters_read_what_grpo_datasets_reads(load, tmp_path):
+    # one toolkit (grpo_core.datafiles): a .tsv, a save_to_disk folder, and grpo-datasets' errors
+    import datasets
+
+    from grpo_core.errors import DatasetFileError, SplitError
+    from grpo_rewards_code.adapters import CodeDatasetError
+
+    tsv = tmp_path / "tasks.tsv"
+    tsv.write_text('question\ttests\nAdd.\t["assert add(1, 1) == 2"]\nNeg.\tassert neg(2) == -2\n')
+    ds = load("code.files", path=str(tsv), split="test", answer_field=None)  # one file named by path=: any split
+    assert (ds["question"], ds["tests"]) == (["Add.", "Neg."], [["assert add(1, 1) == 2"], ["assert neg(2) == -2"]])
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({
+        "train": datasets.Dataset.from_list([{"question": "Add.", "tests": ["assert add(1, 1) == 2"]}]),
+        "test": datasets.Dataset.from_list([{"question": "Neg.", "tests": ["assert neg(2) == -2"]}]),
+    }).save_to_disk(str(saved))
+    ds = load("code.files", path=str(saved), split="test", answer_field=None)
+    assert (ds["question"], ds["tests"]) == (["Neg."], [["assert neg(2) == -2"]])
+    with pytest.raises(SplitError, match=r"has no split 'validation'; it has: train, test\. Pass split='train'"):
+        load("code.files", path=str(saved), split="validation", answer_field=None)
+    with pytest.raises(DatasetFileError, match=r"data file '.*missing\.jsonl' does not exist") as info:
+        load("code.files", path=str(tmp_path / "missing.jsonl"))
+    assert isinstance(info.value, CodeDatasetError)  # what this package's users catch still catches it

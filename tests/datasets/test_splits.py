@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from grpo_core.datafiles import SplitPart
 from grpo_datasets import SplitError, parse_split
-from grpo_datasets.splits import SplitPart
 
 
 def test_parse_split():

@@ -42,6 +42,30 @@ class ConfigError(GrpoError, ValueError):
     """A training configuration that cannot be used."""
 
 
+class DatasetError(GrpoError, ValueError):
+    """A dataset that cannot be loaded or used as asked."""
+
+
+class DatasetFileError(DatasetError, FileNotFoundError):
+    """A local path that does not exist, matches nothing, or cannot be read."""
+
+
+class DatasetLoadError(DatasetError):
+    """The Hugging Face Hub (or its cache) could not provide the dataset."""
+
+
+class SplitError(DatasetError):
+    """A split string such as ``train[:90%]`` that does not parse or names no split."""
+
+
+class ColumnError(DatasetError, MissingColumnError):
+    """A mapped or expected source column is missing."""
+
+
+class EmptyDatasetError(DatasetError):
+    """No rows are left (after slicing, filters or dropped answers)."""
+
+
 class PluginWarning(UserWarning):
     """A plugin was skipped (failed import, name clash); the others still load."""
 

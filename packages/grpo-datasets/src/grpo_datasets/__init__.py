@@ -11,6 +11,7 @@ nothing here imports ``datasets``, which loads with the first dataset.
 from __future__ import annotations
 
 from grpo_core import hookimpl
+from grpo_core.datafiles import parse_split
 
 from .errors import (
     AnswerError,
@@ -24,7 +25,6 @@ from .errors import (
 )
 from .extract import gsm8k_answer, last_boxed
 from .loaders import load_arithmetic, load_files, load_gsm8k, load_hub, load_math, load_medcalc
-from .splits import parse_split
 
 __version__ = "0.1.0"
 

@@ -1,32 +1,20 @@
-"""Errors and warnings of the dataset adapters; every message names the value and the fix."""
+"""Errors and warnings of the dataset adapters; every message names the value and the fix.
+
+The errors of reading data (files, the hub, splits, columns) are grpo-core's
+(:mod:`grpo_core.datafiles` raises them for every adapter); the ones about gold
+answers are this package's.
+"""
 
 from __future__ import annotations
 
-from grpo_core.errors import GrpoError, MissingColumnError
-
-
-class DatasetError(GrpoError, ValueError):
-    """A dataset that cannot be loaded or used as asked."""
-
-
-class DatasetFileError(DatasetError, FileNotFoundError):
-    """A local path that does not exist, matches nothing, or cannot be read."""
-
-
-class DatasetLoadError(DatasetError):
-    """The Hugging Face Hub (or its cache) could not provide the dataset."""
-
-
-class SplitError(DatasetError):
-    """A split string such as ``train[:90%]`` that does not parse or names no split."""
-
-
-class ColumnError(DatasetError, MissingColumnError):
-    """A mapped or expected source column is missing."""
-
-
-class EmptyDatasetError(DatasetError):
-    """No rows are left (after slicing, filters or dropped answers)."""
+from grpo_core.errors import (
+    ColumnError,
+    DatasetError,
+    DatasetFileError,
+    DatasetLoadError,
+    EmptyDatasetError,
+    SplitError,
+)
 
 
 class AnswerError(DatasetError):

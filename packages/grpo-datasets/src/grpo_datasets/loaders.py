@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from grpo_core.datafiles import load_source, load_split
+
 from .errors import ColumnError, DatasetError, SplitError
 from .extract import last_boxed, split_gsm8k
 from .rows import (
@@ -23,8 +25,6 @@ from .rows import (
     shuffle_limit,
     values,
 )
-from .sources import load_source
-from .splits import load_split
 
 BadAnswers = Literal["skip", "error"]
 Extract = Literal["gsm8k", "boxed"]

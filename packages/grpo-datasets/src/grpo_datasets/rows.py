@@ -1,36 +1,22 @@
-"""Row-level steps shared by the adapters: column checks, filters, dropped answers, shuffle, limit."""
+"""Row-level steps of the answer adapters: gold answers as text, filters, dropped answers.
+
+Column checks, shuffle and limit are grpo-core's (:mod:`grpo_core.datafiles`), shared
+with the code adapters; they are re-exported here."""
 
 from __future__ import annotations
 
-import difflib
 import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .errors import AnswerError, ColumnError, DatasetError, EmptyDatasetError, SkippedRowsWarning
+from grpo_core.datafiles import check_not_empty, require_columns, shuffle_limit, values
+
+from .errors import AnswerError, DatasetError, EmptyDatasetError, SkippedRowsWarning
 
 if TYPE_CHECKING:
     import datasets
 
 BAD_ANSWERS = ("skip", "error")
-
-
-def require_columns(ds: datasets.Dataset, columns: list[str], what: str, fix: str) -> None:
-    missing = [c for c in columns if c not in ds.column_names]
-    if missing:
-        hints = []
-        for c in missing:
-            close = difflib.get_close_matches(c, ds.column_names, n=1, cutoff=0.6)
-            hints.append(f"{c!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise ColumnError(
-            f"{what}: column{'s' if len(hints) > 1 else ''} {', '.join(hints)} not found; the data has: "
-            f"{', '.join(repr(c) for c in ds.column_names)}. {fix}"
-        )
-
-
-def values(ds: datasets.Dataset, column: str) -> list:
-    """A column as a list in one Arrow conversion (``ds[column]`` iterates row by row: 100x slower)."""
-    return ds.select_columns([column])[:][column]
 
 
 def as_text(value: Any) -> str | None:
@@ -75,11 +61,6 @@ def apply_filters(ds: datasets.Dataset, filters: dict | None, what: str) -> data
     ds = ds.filter(keep, batched=True, desc="Filtering")
     check_not_empty(ds, what, f"filters {filters!r} kept none of {before} rows", "Loosen the filters.")
     return ds
-
-
-def check_not_empty(ds: datasets.Dataset, what: str, why: str, fix: str) -> None:
-    if len(ds) == 0:
-        raise EmptyDatasetError(f"{what}: no rows left: {why}. {fix}")
 
 
 def warn_skipped(message: str) -> None:
@@ -131,18 +112,6 @@ def drop_bad_rows(
         raise EmptyDatasetError(f"{what}: every row would be dropped: {detail}")
     warn_skipped(f"{what}: skipped {len(bad)} of {len(ds)} rows: {detail}")
     return ds.select([i for i in range(len(ds)) if i not in bad])
-
-
-def shuffle_limit(ds: datasets.Dataset, shuffle: bool, seed: int, limit: int | None, what: str) -> datasets.Dataset:
-    if limit is not None and limit < 1:
-        raise DatasetError(f"{what}: limit must be a positive number of rows or None, got {limit!r}.")
-    if shuffle:
-        ds = ds.shuffle(seed=seed)
-    if limit is not None and limit < len(ds):
-        ds = ds.select(range(limit))
-    if shuffle:
-        ds = ds.flatten_indices()  # contiguous again: later maps and TRL's sampler stay fast
-    return ds
 
 
 __all__ = [

@@ -85,7 +85,8 @@ def load_code_files(
 ):
     """Local JSONL/JSON/Parquet/CSV with a prompt column and a tests column, for the code.* rewards.
 
-    :param path: a file, a glob (``data/*.jsonl``) or a folder of split-named files.
+    :param path: a file (jsonl, json, csv, tsv, parquet, arrow), a glob (``data/*.jsonl``),
+        a folder of split-named files, or a folder saved with ``save_to_disk``.
     :param question_field: the column with the task (becomes ``question``).
     :param tests_field: the column with the tests: a list of snippets, one string
         holding a test program, or (CSV) a JSON list in a string (becomes ``tests``).
