@@ -116,3 +116,11 @@ def test_the_manifest_says_when_a_local_rewards_source_changed(tmp_path, install
     sys.modules.pop("mine", None)
     lines = manifest.differences_near(run / "rollouts", ["math.correctness", "mine.py:short:0.1"])
     assert len(lines) == 1 and lines[0].startswith("short: the run used ") and "scores may differ" in lines[0]
+
+
+def test_a_run_dir_that_does_not_exist_is_named_and_a_run_without_a_log_says_why(tmp_path, capsys):
+    assert main(["rollouts", str(tmp_path / "nope")]) == 2
+    assert f"{tmp_path / 'nope'} does not exist" in capsys.readouterr().err
+    (tmp_path / "run").mkdir()
+    assert main(["rollouts", str(tmp_path / "run")]) == 2
+    assert "log.rollouts: none" in capsys.readouterr().err

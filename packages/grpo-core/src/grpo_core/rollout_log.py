@@ -150,6 +150,9 @@ def read(path: Path, steps: Sequence[int] | None = None):
     import pyarrow.parquet as pq
 
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: give a run's output_dir (or its rollouts folder or "
+                                f"one step-*.parquet file)")
     if path.is_file():
         chosen = [path]
     else:
