@@ -21,7 +21,7 @@ seed: 0
 """
 
 
-def test_preflight_shows_tool_calls_and_results_in_its_samples(grpo, tool_tokenizer, tmp_path):
+def test_preflight_shows_tool_calls_and_results_in_its_samples(grpo, tool_tokenizer, tmp_path, monkeypatch):
     config = write_config(tmp_path / "python.yaml", COMMON + """
 dataset: {name: toy_arithmetic, system_prompt: plain}
 environment: python
@@ -29,6 +29,7 @@ rewards: [math.correctness]
 max_completion_length: 128
 """)
     report = tmp_path / "report.json"
+    monkeypatch.chdir(tmp_path)  # where the config's default output_dir (outputs/python) would go
     with scripted_policy(tool_tokenizer, PythonPolicy()):
         code, out, err = grpo("preflight", config, "--prompts", "2", "--json", report)
     # the script answers every question right: all groups are flat, so the verdict is "dead" (exit 1)
@@ -40,6 +41,7 @@ max_completion_length: 128
     assert data["tool_calls"] == 1.0
     assert [(r["reward"], r["mean"]) for r in data["rewards"]] == [("math.correctness", 1.0)]
     assert data["flat_share"] == 1.0
+    assert not (tmp_path / "outputs").exists()  # sampling makes no training output folder
 
 
 def test_eval_plays_the_game_for_base_and_checkpoint_and_reports_its_reward(grpo, tool_tokenizer, tool_model,

@@ -33,6 +33,7 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
         args.log_completions = False
     else:
         funcs = guard_rewards(funcs, **guard)
+    missing = _missing_folders(args.output_dir) if rollouts_only else []
     trainer = GrpoTrainer(
         model=model, reward_funcs=funcs, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
         processing_class=tokenizer, callbacks=list(callbacks),
@@ -47,7 +48,27 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
     )
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
+    _remove_empty(missing)  # transformers' Trainer makes output_dir; sampling and scoring write nothing there
     return trainer
+
+
+def _missing_folders(path) -> list:
+    """``path`` and each of its parents that does not exist yet, deepest first."""
+    from pathlib import Path
+
+    out, path = [], Path(path).absolute()
+    while not path.exists():
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _remove_empty(folders: list) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not there, or something was written into it
+            return
 
 
 __all__ = ["build_trainer"]
