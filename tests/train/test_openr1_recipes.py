@@ -171,13 +171,23 @@ def test_the_math_recipe_prompts_and_gold_answers_are_open_r1s(r1_dir, tiny_mode
     assert "solution" not in train.column_names
 
 
-def test_the_distilled_model_recipe_trains_with_its_chat_template(grpo, r1_dir, tiny_model):
+def test_the_distilled_model_recipe_trains_with_its_chat_template(grpo, r1_dir, tiny_model, monkeypatch):
     path = recipe(r1_dir, tiny_model, DISTILL, "distill.yaml")
     err, resolved, steps = dry_then_train(grpo, path, r1_dir / "out")
     assert resolved["model"]["chat_template"] == DISTILL_TEMPLATE
     # the tokenizer the trainer used (and saved) renders prompts with the recipe's template
     assert (r1_dir / "out" / "model" / "chat_template.jinja").read_text() == DISTILL_TEMPLATE
     assert len(steps) == 2
+    # grpo eval samples the base model with the recipe's template too, not the model's own
+    from grpo_core import generation
+    from grpo_core.cli import main
+
+    seen, real = [], generation.generate
+    monkeypatch.setattr(generation, "generate", lambda model, tok, prompts, **kw: (
+        seen.append(tok.chat_template), real(model, tok, prompts, **kw))[1])
+    assert main(["eval", str(path), "--checkpoint", str(r1_dir / "out" / "model"), "--split", "train",
+                 "--limit", "2", "--output", str(r1_dir / "eval.json")]) == 0
+    assert seen == [DISTILL_TEMPLATE, DISTILL_TEMPLATE]  # base, then trained
     if importlib.util.find_spec("liger_kernel") is None:
         assert "note: use_liger_kernel: true dropped; liger-kernel is not installed" in err
 

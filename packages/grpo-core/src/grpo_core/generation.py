@@ -61,9 +61,11 @@ def check_matches_base(checkpoint: str | Path, base_path: str | Path) -> None:
 
 
 def load_policy(path_or_id: str, *, base: str | None = None, dtype: str = "auto",
-                device: str | None = None, log=print):
+                device: str | None = None, chat_template: str | None = None, log=print):
     """``(model, tokenizer)`` for a model id/dir/.gguf/alias, a full checkpoint, or a
-    LoRA adapter directory (loaded on top of its base)."""
+    LoRA adapter directory (loaded on top of its base). ``chat_template`` (the config's
+    ``model.chat_template``) replaces the model's own, as training replaced it; an
+    adapter's saved tokenizer already carries the one it was trained with."""
     from . import models
 
     device = device or default_device()
@@ -77,14 +79,15 @@ def load_policy(path_or_id: str, *, base: str | None = None, dtype: str = "auto"
         from peft import PeftModel
 
         base_id = base or adapter_base(path)
-        model, tokenizer = models.load(base_id, dtype=dtype, device=device, log=log)
+        model, tokenizer = models.load(base_id, dtype=dtype, device=device, chat_template=chat_template, log=log)
         if (path / "tokenizer_config.json").is_file():
             from transformers import AutoTokenizer
 
             tokenizer = models.prepare_tokenizer(AutoTokenizer.from_pretrained(str(path)), model)
         model = PeftModel.from_pretrained(model, str(path))
     else:
-        model, tokenizer = models.load(str(path_or_id), dtype=dtype, device=device, log=log)
+        model, tokenizer = models.load(str(path_or_id), dtype=dtype, device=device, chat_template=chat_template,
+                                       log=log)
     model.to(device)
     model.eval()
     return model, tokenizer

@@ -124,7 +124,7 @@ def run(args) -> int:
     for label, target in (("base", cfg.model.id), ("trained", str(args.checkpoint))):
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
-                                 dtype=cfg.model.dtype, device=device)
+                                 dtype=cfg.model.dtype, device=device, chat_template=cfg.model.chat_template)
         if cfg.environment is not None:
             results[label] = _multi_turn(cfg, stage, rows, model, tok, device, args.samples)
             continue
