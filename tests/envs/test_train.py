@@ -77,13 +77,13 @@ max_completion_length: 512
 
     out = tmp_path / "out"
     with scripted_policy(tool_tokenizer, play):
-        code, stdout, stderr = grpo("train", config, "--output_dir", out)
+        code, stdout, stderr = grpo("train", config, "--output_dir", out, "--model.generation_threads", "1")
     assert code == 0, stdout + stderr
     assert "grpo check: skipped" in stdout + stderr
     # every turn samples through GrpoTrainer: the first for all 4 completions, then one per tool round for
     # those that called a tool (secret 37 answers after its 3rd result, secret 100 after its 6th)
     assert turns == [4, 4, 4, 4, 2, 2, 2] * 2
-    assert threads == {1}  # model.generation_threads (1 on a CPU) on tool turns too
+    assert threads == {1}  # model.generation_threads on tool turns too
     for r in metrics(out):
         # secret 37: 50 lower, 25 higher, 37 correct (3 calls, found: 1.0); secret 100: 50, 75, 88, 94, 97
         # higher, then 99 refused (6 calls, not found within 5: 0.0). Two completions each: 18 calls / 4.

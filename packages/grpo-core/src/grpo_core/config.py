@@ -88,9 +88,10 @@ class ModelSection:
     dtype: str = "auto"
     attn_implementation: str | None = None
     revision: str | None = None
-    # CPU: torch threads while sampling completions (default 1; training keeps all
-    # cores). Token-by-token decoding of a small model is dominated by thread
-    # synchronisation: 1 thread is faster there, and far faster on a busy machine.
+    # CPU: torch threads while sampling completions (default: torch's own, as training;
+    # bench/learning.py measured 1 thread 16 % slower per step than all of an idle 2-core
+    # machine's). On a machine busy with other work, 1 can be faster: token-by-token
+    # decoding of a small model then waits on thread synchronisation.
     generation_threads: int | None = None
     # static KV cache + compiled decoding while sampling: auto (on CUDA), true, false
     fast_generation: bool | str = "auto"

@@ -226,8 +226,8 @@ def fast_generation(cfg: RunConfig, args, device: str) -> bool:
 
 
 def generation_threads(cfg: RunConfig, device: str) -> int | None:
-    """Torch threads while sampling on a CPU (``model.generation_threads``, default 1)."""
-    return int(cfg.model.generation_threads or 1) if device == "cpu" else None
+    """Torch threads while sampling on a CPU (``model.generation_threads``); None: torch's own."""
+    return int(cfg.model.generation_threads) if device == "cpu" and cfg.model.generation_threads else None
 
 
 def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
