@@ -28,18 +28,24 @@ seed: 0
 """
 
 
-def test_python_environment_runs_the_model_code_and_shows_it_the_result(grpo, tool_tokenizer, tmp_path):
+def train_python(grpo, tool_tokenizer, tmp_path, extra: str = ""):
+    """Two steps with the python tool and the scripted PythonPolicy; the policy and the output dir."""
     config = write_config(tmp_path / "python.yaml", COMMON + """
 dataset: {name: toy_arithmetic, system_prompt: plain}
 environment: python(timeout=10.0)
 rewards: [math.correctness]
 max_completion_length: 128
-""")
+""" + extra)
     policy = PythonPolicy()
     out = tmp_path / "out"
     with scripted_policy(tool_tokenizer, policy):
         code, stdout, stderr = grpo("train", config, "--output_dir", out)
     assert code == 0, stdout + stderr
+    return policy, out
+
+
+def test_python_environment_runs_the_model_code_and_shows_it_the_result(grpo, tool_tokenizer, tmp_path):
+    policy, out = train_python(grpo, tool_tokenizer, tmp_path)
     steps = metrics(out)
     assert [r["step"] for r in steps] == [1, 2]
     for r in steps:
@@ -121,18 +127,7 @@ def test_dynamic_sampling_generates_fresh_environment_rollouts_until_the_rounds_
                                                                                          tmp_path):
     from grpo_core import rollout_log
 
-    config = write_config(tmp_path / "python.yaml", COMMON + """
-dataset: {name: toy_arithmetic, system_prompt: plain}
-environment: python(timeout=10.0)
-rewards: [math.correctness]
-max_completion_length: 128
-sampling: {dynamic: {max_rounds: 2}}
-""")
-    policy = PythonPolicy()
-    out = tmp_path / "out"
-    with scripted_policy(tool_tokenizer, policy):
-        code, stdout, stderr = grpo("train", config, "--output_dir", out)
-    assert code == 0, stdout + stderr
+    _, out = train_python(grpo, tool_tokenizer, tmp_path, "sampling: {dynamic: {max_rounds: 2}}\n")
     # the scripted policy is always right: every group is flat, so each step makes both rounds
     # (2 groups each), drops 2 groups and trains 2 flat ones
     for r in metrics(out):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -54,8 +55,6 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
 
 def _missing_folders(path) -> list:
     """``path`` and each of its parents that does not exist yet, deepest first."""
-    from pathlib import Path
-
     out, path = [], Path(path).absolute()
     while not path.exists():
         out.append(path)

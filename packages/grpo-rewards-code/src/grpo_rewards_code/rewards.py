@@ -174,9 +174,10 @@ def _jobs_for(code: str, row, setup: str) -> list:
 def _assert_verdict(r, row: tuple) -> Verdict:
     """The verdict of one run of the code with the row's asserts (none: ``code.runs``)."""
     n = len(row)
-    if r.status != "ok" or r.setup_error or r.code_error:
-        why = (r.detail or r.status if r.status != "ok" else f"the row's test_setup raised {r.setup_error}"
-               if r.setup_error else f"the code raised {r.code_error}")
+    why = (r.detail or r.status if r.status != "ok"
+           else f"the row's test_setup raised {r.setup_error}" if r.setup_error
+           else f"the code raised {r.code_error}" if r.code_error else None)
+    if why:
         return Verdict(r.passed, n, r.cause, f"{r.passed} of {n} tests passed; {why}" if n else why)
     failing = [(k, t) for k, t in enumerate(r.tests) if t != "pass"]
     if not failing:
