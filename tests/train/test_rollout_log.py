@@ -47,20 +47,28 @@ def test_three_steps_log_every_completion_with_its_scores_and_advantage(grpo, tm
     assert 1 <= first["tokens"] <= 8 and isinstance(first["truncated"], bool)
 
 
-def test_resume_writes_the_steps_after_the_checkpoint_again(grpo, tmp_path):
+def test_resume_removes_the_log_after_the_checkpoint(grpo, tmp_path):
     from .conftest import INTERRUPT
 
-    INTERRUPT.update(at_call=2, calls=0, signal="SIGINT")
+    INTERRUPT.update(at_call=2, calls=0, signal="SIGINT")  # Ctrl-C while scoring step 2: checkpoint-2
     code, out, err = grpo(TINY, "--max_steps", "4", "--rewards", "test.digits", "test.interrupt:0", "--no-check")
     assert code == 130, err
     folder = tmp_path / "out" / "rollouts"
-    rollout_log.write(folder, 3, [{"step": 3, "completion": "from the interrupted run"}])  # as a crash leaves it
+    assert [s for s, _ in rollout_log.files(folder)] == [1, 2]
+    before = rollout_log.read(tmp_path / "out").to_pylist()
+    # What a run that got further leaves and the resumed run does not write again: extra
+    # generation rounds of steps 3 and 4 (dynamic sampling's step-N-R files). Only the
+    # truncation on --resume removes them.
+    for step in (3, 4):
+        rollout_log.write(folder, step, [{"step": step, "completion": "from the interrupted run"}], round_=1)
     code, out, err = grpo(TINY, "--max_steps", "4", "--rewards", "test.digits", "test.interrupt:0", "--no-check",
                           "--resume")
     assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == [f"step-00000{s}.parquet" for s in (1, 2, 3, 4)]
     table = rollout_log.read(tmp_path / "out").to_pylist()
     assert [r["step"] for r in table] == [1] * 4 + [2] * 4 + [3] * 4 + [4] * 4
     assert "from the interrupted run" not in {r["completion"] for r in table}
+    assert table[:8] == before  # the steps up to the checkpoint kept as the first run wrote them
 
 
 @pytest.mark.parametrize("setting, steps", [("2", [1, 3]), ("every 3", [1, 4]), ("all", [1, 2, 3, 4])])
