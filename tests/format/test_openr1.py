@@ -108,14 +108,43 @@ def test_format_tag_names_are_parameters(reward):
 
 # open-r1's regex, as its docstring and ours state it: the specification, read on short texts only
 R1_REGEX = re.compile(r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$", re.DOTALL | re.MULTILINE)
-PIECES = ["<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>", "</answer>", "<think>", "\n", "\r", " ", "x"]
+# pieces of the layout, whole and split at its seams, and the characters around them
+PIECES = ["<think>\n", "\n</think>\n", "<answer>\n", "\n</think>\n<answer>\n", "\n</answer>", "</answer>", "\n",
+          "\r", "x"]
+
+
+def test_format_agrees_with_the_regex_on_every_text_of_up_to_six_pieces():
+    import itertools
+
+    from grpo_rewards_format.tags import is_r1_layout, r1_pieces
+
+    pieces, seen, matched = r1_pieces(), set(), 0
+    for n in range(7):
+        for combo in itertools.product(PIECES, repeat=n):
+            text = "".join(combo)
+            if text in seen:
+                continue
+            seen.add(text)
+            expected = R1_REGEX.match(text) is not None
+            assert is_r1_layout(text, pieces) == expected, repr(text)
+            matched += expected
+    # both answers are well represented: the shortest match is three pieces ("<think>\n",
+    # "\n</think>\n<answer>\n", "\n</answer>"), and thousands of six-piece texts contain one
+    assert matched > 1000 and len(seen) - matched > 1000
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
-def test_format_agrees_with_the_regex_it_documents(text):
+@given(st.lists(st.sampled_from([*PIECES, " ", "y\nz"]), max_size=4).map("".join),
+       st.lists(st.sampled_from([*PIECES, " ", "y\nz"]), max_size=4).map("".join),
+       st.sampled_from(["", "\n", "\nP.S.", " x", "\r\n", "\n</answer>"]),
+       st.sampled_from([None, *range(0, 60, 3)]))
+def test_format_agrees_with_the_regex_on_near_misses_of_the_layout(think, answer, tail, cut):
+    """The layout around any text, kept whole or with one character dropped: about half match."""
     from grpo_rewards_format.tags import is_r1_layout, r1_pieces
 
+    text = f"<think>\n{think}\n</think>\n<answer>\n{answer}\n</answer>{tail}"
+    if cut is not None and cut < len(text):
+        text = text[:cut] + text[cut + 1:]
     assert is_r1_layout(text, r1_pieces()) == (R1_REGEX.match(text) is not None), repr(text)
 
 
