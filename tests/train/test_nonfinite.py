@@ -123,7 +123,8 @@ def test_non_finite_weights_without_a_snapshot_are_not_saved(grpo, tmp_path):
     code, out, err = grpo(TINY, "--max_steps", "3", "--learning_rate", "1e39", "--lr_scheduler_type", "constant",
                           "--health.snapshot", "false")
     assert code == 1, out + err
-    assert "non-finite and no earlier checkpoint exists" in out + err
+    assert "The weights are non-finite and were not saved (health.snapshot: true keeps a copy to restore); " \
+           "no earlier checkpoint exists" in out + err
     assert not list((tmp_path / "out").glob("checkpoint-*"))
 
 
@@ -157,9 +158,52 @@ def test_guard_without_snapshot_cannot_restore_non_finite_weights():
     assert guard.stop is not None and not guard.stop.restored  # skip cannot go on from NaN weights
 
 
-def test_snapshot_auto_is_on_for_a_small_trainable_share():
+def test_snapshot_auto_is_on_for_a_small_trainable_share_or_size():
     frozen = torch.nn.Parameter(torch.zeros(95), requires_grad=False)
     small, large = torch.nn.Parameter(torch.zeros(5)), torch.nn.Parameter(torch.zeros(50))
     assert wants_snapshot("auto", [frozen, small], 100) is True  # 5 %
-    assert wants_snapshot("auto", [frozen, large], 145) is False  # 34 %
+    assert wants_snapshot("auto", [frozen, large], 145) is True  # 34 %, but 200 bytes
+    # 34 % and 1.2 GB of float32 (over 1 GiB): no copy (meta tensors take no memory)
+    big = torch.nn.Parameter(torch.empty(300_000_000, device="meta"))
+    frozen_big = torch.nn.Parameter(torch.empty(580_000_000, device="meta"), requires_grad=False)
+    assert wants_snapshot("auto", [frozen_big, big], 880_000_000) is False
+    # 268,435,456 float32 weights are exactly 1 GiB: still kept
+    edge = torch.nn.Parameter(torch.empty(1 << 28, device="meta"))
+    assert wants_snapshot("auto", [frozen_big, edge], 580_000_000 + (1 << 28)) is True
     assert wants_snapshot(True, [large], 50) is True and wants_snapshot(False, [small], 100) is False
+
+
+def test_guard_catches_an_update_that_blows_the_weights_up_and_restores_them():
+    w = torch.nn.Parameter(torch.tensor([0.5, -2.0, 1.0]))
+    guard = Guard([w], policy="stop", snapshot=True)
+    w.grad = torch.ones(3)
+    assert guard.before_update(torch.tensor(1.0), step=1, lr=0.1) is True
+    with torch.no_grad():
+        w.add_(150.0)  # largest |w|: 2 -> 151, x75.5: under the default 100
+    assert guard.after_update(step=1, lr=0.1) is True and guard.stop is None
+    w.grad = torch.ones(3)
+    assert guard.before_update(torch.tensor(1.0), step=2, lr=1e30) is True
+    with torch.no_grad():
+        w.sub_(1e30)  # largest |w|: 151 -> 1e30
+    assert guard.after_update(step=2, lr=1e30) is False
+    event = guard.stop
+    assert (event.metric, event.step, event.restored, event.weights_of) == ("jump", 2, True, 1)
+    assert event.sizes == pytest.approx((151.0, 1e30)) and event.value == pytest.approx(1e30 / 151)
+    assert event.saves_checkpoint
+    assert torch.equal(w.detach(), torch.tensor([150.5, 148.0, 151.0]))  # as step 1 left them
+    assert "largest |weight| 151 -> 1e+30" in event.describe()
+
+
+def test_guard_blow_up_without_a_snapshot_stops_without_saving_and_zero_turns_the_check_off():
+    w = torch.nn.Parameter(torch.ones(2))
+    guard = Guard([w], policy="skip", snapshot=False)
+    assert guard.before_update(torch.tensor(1.0), step=1, lr=1e9)
+    with torch.no_grad():
+        w.mul_(1e9)
+    assert guard.after_update(step=1, lr=1e9) is False
+    assert guard.stop.metric == "jump" and not guard.stop.restored and not guard.stop.saves_checkpoint
+    off = Guard([w], policy="stop", snapshot=False, max_jump=0)
+    assert off.before_update(torch.tensor(1.0), step=1, lr=1e9)
+    with torch.no_grad():
+        w.mul_(1e9)
+    assert off.after_update(step=1, lr=1e9) is True

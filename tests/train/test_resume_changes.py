@@ -12,25 +12,29 @@ def step_records(path):
     return [r for r in map(json.loads, path.read_text().splitlines()) if "reward" in r]
 
 
-def test_after_a_non_finite_stop_resume_with_a_lower_learning_rate_reaches_the_last_step(grpo, tmp_path):
-    # the issue's scenario: an absurd learning rate, no clipping; the run stops and says "Try: a lower
-    # learning_rate ... Continue with: ... --resume"
-    code, out, err = grpo(TINY, "--max_steps", "4", "--learning_rate", "1e30", "--max_grad_norm", "0",
-                          "--health.snapshot", "true")
+def test_after_a_blow_up_resume_with_a_lower_learning_rate_reaches_the_last_step(grpo, tmp_path):
+    # the issue's scenario: no warm-up, an absurd learning rate, no clipping, default health settings.
+    # Step 1's update is finite but wrecks the weights (Adam moves each one by about 1e30); the stop
+    # must save the weights from before it, or the advice "--resume with a lower learning rate" fails
+    args = (TINY, "--max_steps", "4", "--max_grad_norm", "0", "--warmup_steps", "0")
+    code, out, err = grpo(*args, "--learning_rate", "1e30")
     text = out + err
     assert code == 1, text
+    assert "step 1: the update blew up the trainable weights" in text
+    assert "checkpoint-1: the last sound state, the starting weights (restored from before the update)" in text
     assert "a lower learning_rate (now 1e+30)" in text and "--resume" in text
-    ckpt = sorted((tmp_path / "out").glob("checkpoint-*"))[-1]
-    stopped_at = int(ckpt.name.split("-")[1])
-    code, out, err = grpo(TINY, "--max_steps", "4", "--learning_rate", "1e-3", "--max_grad_norm", "0",
-                          "--health.snapshot", "true", "--resume")
+    from safetensors.torch import load_file
+
+    saved = load_file(str(tmp_path / "out" / "checkpoint-1" / "adapter_model.safetensors"))
+    assert max(float(v.abs().max()) for v in saved.values()) < 10  # not the 1e30 weights
+    code, out, err = grpo(*args, "--learning_rate", "1e-3", "--resume")
     text = out + err
     assert code == 0, text
-    assert f"learning_rate 1e+30 -> 0.001 from step {stopped_at}" in text
+    assert "learning_rate 1e+30 -> 0.001 from step 1" in text
     steps = step_records(tmp_path / "out" / "metrics.jsonl")
-    assert steps[-1]["step"] == 4
+    assert [r["step"] for r in steps][-3:] == [2, 3, 4]
     # every step after the resume trained at the new rate: TRL's linear schedule from 1e-3, not from 1e30
-    assert all(r["learning_rate"] <= 1e-3 for r in steps if r["step"] > stopped_at)
+    assert all(r["learning_rate"] <= 1e-3 for r in steps if r["step"] > 1)
 
 
 def test_changed_weights_and_health_are_named_and_taken(grpo, tmp_path):

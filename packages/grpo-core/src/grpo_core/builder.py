@@ -41,7 +41,7 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
         peft_config=peft_config if not isinstance(model, PeftModel) else None,
         precision=precision, fast_generation=fast_generation(cfg, args, device),
         generation_threads=generation_threads(cfg, device), on_nonfinite=h.on_nonfinite, snapshot=h.snapshot,
-        max_skips=h.max_skips, report=report, settings=settings, log=log, rollout_log=rollout_log,
+        max_skips=h.max_skips, max_jump=h.max_weight_jump, report=report, settings=settings, log=log, rollout_log=rollout_log,
         dynamic={"max_rounds": cfg.sampling.max_rounds, "metric": cfg.sampling.metric}
         if cfg.sampling.dynamic and not rollouts_only else None,
         guard_rewards=None if rollouts_only else {**guard, "time_limit": h.reward_time_limit},

@@ -126,6 +126,9 @@ class HealthSection:
     # state) or skip (drop that update and go on; stop after max_skips in a row)
     on_nonfinite: str = "stop"
     max_skips: int = 10
+    # an update that grows the largest trainable weight more than this many times is a
+    # blow-up, handled as a non-finite value (an absurd learning rate); 0: no check
+    max_weight_jump: float = 100.0
     # share of a reward's items that may fail (raise, or return no number) over the
     # last `window` batches before the run stops; failed items score None
     max_reward_errors: float = 0.2

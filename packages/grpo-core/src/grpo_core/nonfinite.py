@@ -8,7 +8,11 @@ with one device-to-host sync per optimizer step:
 1. before the update: every micro-batch loss of the step and the gradient norm;
    a non-finite one drops the update (the gradients are set to None, so the
    optimizer leaves weights and moments as they were);
-2. after the update: the trainable weights;
+2. after the update: the trainable weights, finite and not blown up: the largest
+   absolute trainable weight may not grow more than ``max_jump`` times (100) in
+   one update. An absurd learning rate writes finite but wrecked weights (with
+   Adam every weight moves by about the learning rate): caught at the update that
+   does it, not one step later when the loss is already NaN;
 3. the logits sampling reads, indirectly: weights that are finite but produce
    non-finite logits (an absurd learning rate) make the next loss non-finite,
    which (1) catches before another update, and generation is told to replace
@@ -18,7 +22,8 @@ When the current weights are suspect (a non-finite loss, or non-finite weights)
 and a snapshot is kept, the weights from before the last update are put back.
 The snapshot is a copy of the trainable parameters, taken before each update:
 cheap for LoRA adapters, so on by default when trainable parameters are a small
-share of the model. The optimizer's moments are not restored (Adam's update size
+share of the model or fit in 1 GiB. Every stop says which step's weights the saved
+state holds. The optimizer's moments are not restored (Adam's update size
 is bounded by the learning rate whatever the moments hold).
 """
 
@@ -30,23 +35,32 @@ from dataclasses import dataclass
 import torch
 
 SNAPSHOT_AUTO_SHARE = 0.1  # keep a snapshot when trainable params are at most this share
+SNAPSHOT_AUTO_BYTES = 1 << 30  # ... or take at most this many bytes
+MAX_JUMP = 100.0  # health.max_weight_jump: growth of the largest trainable weight in one update
 
 
 @dataclass
 class Event:
     step: int  # the optimizer step (1-based) whose values were non-finite
-    metric: str  # "loss", "grad_norm" or "weights"
-    value: float
+    metric: str  # "loss", "grad_norm", "weights" (non-finite) or "jump" (blown up)
+    value: float  # the loss or gradient norm; for "jump", the growth factor
     learning_rate: float
     restored: bool  # the weights from before the last update were put back
+    weights_of: int = -1  # the step whose finished weights the model holds now (0: the start)
+    sizes: tuple[float, float] = (math.nan, math.nan)  # "jump": largest |weight| before and after
 
     @property
     def saves_checkpoint(self) -> bool:
-        """A stop on this event saves a checkpoint: of the last finite state, never of
-        non-finite weights (those are saved only when the snapshot put them back)."""
-        return self.metric != "weights" or self.restored
+        """A stop on this event saves a checkpoint: of the last sound state, never of
+        non-finite or blown-up weights (those are saved only when the snapshot put them back)."""
+        return self.metric not in ("weights", "jump") or self.restored
 
     def describe(self) -> str:
+        if self.metric == "jump":
+            before, after = self.sizes
+            return (f"step {self.step}: the update blew up the trainable weights (largest |weight| {before:.3g} -> "
+                    f"{after:.3g}, x{self.value:.3g} > health.max_weight_jump; learning rate "
+                    f"{self.learning_rate:.3g})")
         what = {"loss": "the loss", "grad_norm": "the gradient norm",
                 "weights": "the trainable weights after the update"}[self.metric]
         shown = "are non-finite" if self.metric == "weights" else f"is {self.value}"
@@ -57,7 +71,7 @@ class Guard:
     """Checks one optimizer step at a time; see the module docstring."""
 
     def __init__(self, params: list[torch.Tensor], *, policy: str = "stop", snapshot: bool = True,
-                 max_skips: int = 10):
+                 max_skips: int = 10, max_jump: float = MAX_JUMP):
         if policy not in ("stop", "skip"):
             raise ValueError(f"policy {policy!r} is not stop or skip")
         self.params = [p for p in params if p.requires_grad]
@@ -65,6 +79,9 @@ class Guard:
         self.max_skips = max_skips
         self._snapshot = [torch.empty_like(p) for p in self.params] if snapshot else None
         self._has_snapshot = False
+        self._snapshot_of = 0  # the step whose finished weights the snapshot holds
+        self.max_jump = max_jump  # 0: no blow-up check
+        self._before: float = math.nan  # largest |trainable weight| before the update just made
         self._loss_ok: torch.Tensor | None = None
         self.events: list[Event] = []
         self.skips = 0
@@ -86,30 +103,45 @@ class Guard:
         self._loss_ok = None
         norm = grad_norm if isinstance(grad_norm, torch.Tensor) else torch.tensor(
             math.nan if grad_norm is None else float(grad_norm))
-        flags = torch.stack([loss_ok.to(norm.device), torch.isfinite(norm.detach().float())]).tolist()
-        if all(flags):
+        checks = [loss_ok.to(norm.device).float(), torch.isfinite(norm.detach().float()).float()]
+        if self.max_jump and self.params:
+            checks.append(self._largest().to(norm.device).float())
+        flags = torch.stack(checks).tolist()
+        self._before = flags[2] if len(flags) > 2 else math.nan
+        if flags[0] and flags[1]:
             self.consecutive = 0
-            self._take_snapshot()
+            self._take_snapshot(step - 1)
             return True
         for p in self.params:
             p.grad = None
         metric = "loss" if not flags[0] else "grad_norm"
+        restored = metric == "loss" and self._restore()
         self._record(Event(step, metric, float(norm) if metric == "grad_norm" else math.nan, lr,
-                           restored=metric == "loss" and self._restore()))
+                           restored=restored, weights_of=self._snapshot_of if restored else step - 1))
         return False
 
     def after_update(self, step: int, lr: float) -> bool:
         """True when every trainable weight is finite after the update."""
         if not self.params:
             return True
-        norms = torch._foreach_norm(self.params, math.inf)
-        if bool(torch.isfinite(torch.stack(norms)).all()):
+        after = float(self._largest())
+        before, self._before = self._before, math.nan
+        if not math.isfinite(after):
+            event = Event(step, "weights", math.nan, lr, restored=False)
+        elif self.max_jump and before > 0 and after > self.max_jump * before:
+            event = Event(step, "jump", after / before, lr, restored=False, sizes=(before, after))
+        else:
             return True
-        restored = self._restore()
-        self._record(Event(step, "weights", math.nan, lr, restored=restored))
-        if not restored:
-            self.stop = self.events[-1]  # nothing finite to go on from
+        event.restored = self._restore()
+        event.weights_of = self._snapshot_of if event.restored else step
+        self._record(event)
+        if not event.restored:
+            self.stop = event  # nothing sound to go on from
         return False
+
+    def _largest(self) -> torch.Tensor:
+        """The largest absolute trainable weight (NaN or inf when one is); no sync."""
+        return torch.stack([n.float() for n in torch._foreach_norm([p.detach() for p in self.params], math.inf)]).max()
 
     def _record(self, event: Event) -> None:
         self.events.append(event)
@@ -119,10 +151,10 @@ class Guard:
             self.stop = event
 
     @torch.no_grad()
-    def _take_snapshot(self) -> None:
+    def _take_snapshot(self, of_step: int) -> None:
         if self._snapshot is not None:
             torch._foreach_copy_(self._snapshot, [p.detach() for p in self.params])
-            self._has_snapshot = True
+            self._has_snapshot, self._snapshot_of = True, of_step
 
     @torch.no_grad()
     def _restore(self) -> bool:
@@ -133,11 +165,14 @@ class Guard:
 
 
 def wants_snapshot(setting: object, params: list[torch.Tensor], total: int) -> bool:
-    """``health.snapshot``: true, false or auto (trainable share at most 10 %)."""
+    """``health.snapshot``: true, false or auto (trainable share at most 10 %, or at most
+    1 GiB of trainable weights: a LoRA adapter, or a full fine-tune of a small model)."""
     if isinstance(setting, bool):
         return setting
-    trainable = sum(p.numel() for p in params if p.requires_grad)
-    return total > 0 and trainable <= SNAPSHOT_AUTO_SHARE * total
+    trainable = [p for p in params if p.requires_grad]
+    size = sum(p.numel() * p.element_size() for p in trainable)
+    return total > 0 and (sum(p.numel() for p in trainable) <= SNAPSHOT_AUTO_SHARE * total
+                          or size <= SNAPSHOT_AUTO_BYTES)
 
 
 __all__ = ["Guard", "Event", "wants_snapshot"]

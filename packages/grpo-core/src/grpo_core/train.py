@@ -239,7 +239,8 @@ def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
     if r.main and r.cfg.health.enabled:
         record = {"step": r.offset + event.step, "stage": p.section.name, "check": "nonfinite",
                   "metric": event.metric, "value": None if event.value != event.value else event.value,
-                  "learning_rate": event.learning_rate, "restored": event.restored, "message": message}
+                  "learning_rate": event.learning_rate, "restored": event.restored,
+                  "weights_of": r.offset + event.weights_of, "message": message}
         with open(r.root / HEALTH, "a") as f:
             f.write(json.dumps(record) + "\n")
 
@@ -331,13 +332,16 @@ def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult, 
         return
     event = trainer.guard.stop
     if event.saves_checkpoint:
-        how = ("the weights from before the last update, restored" if event.restored
-               else f"step {event.step}'s update dropped")
-        saved = f"Saved {ck}: the last finite state ({how}). Continue with: {again}"
-    elif ck is not None:
-        saved = f"The weights are non-finite and were not saved; the last checkpoint is {ck}: {again}"
+        how = ("restored from before the update" if event.restored else f"step {event.step}'s update dropped")
+        of = "the starting weights" if event.weights_of == 0 else f"the weights as step {r.offset + event.weights_of} left them"
+        saved = f"Saved {ck}: the last sound state, {of} ({how}). Continue with: {again}"
     else:
-        saved = "The weights are non-finite and no earlier checkpoint exists (save_steps): start over."
+        bad = "blown up" if event.metric == "jump" else "non-finite"
+        keep = "" if r.cfg.health.snapshot is True else " (health.snapshot: true keeps a copy to restore)"
+        saved = (f"The weights are {bad} and were not saved{keep}; the last checkpoint is {ck}: {again}"
+                 if ck is not None else
+                 f"The weights are {bad} and were not saved{keep}; no earlier checkpoint exists (save_steps): "
+                 f"start over.")
     result.exit_code = 1
     result.stopped = f"Training stopped: {event.describe()}. {saved}\n{_nonfinite_advice(r, p)}"
     r.log(result.stopped)

@@ -18,7 +18,7 @@ Short overrides, nothing re-implemented:
   bound by kernel launches, not by the GPU);
 - every optimizer step is checked for non-finite values (:mod:`.nonfinite`): the
   loss of each micro-batch, the gradient norm before the update, the trainable
-  weights after it. ``stop`` saves a checkpoint of the last finite state at that
+  weights after it (finite, and not blown up by orders of magnitude). ``stop`` saves a checkpoint of the last finite state at that
   step and ends training; ``skip`` drops the update and goes on;
 - non-finite logits are replaced during sampling (``remove_invalid_values``)
   instead of tripping a device-side assert in ``torch.multinomial``; the loss
@@ -70,7 +70,7 @@ class GrpoTrainer(GRPOTrainer):
 
     def __init__(self, *args, precision: Precision | None = None, fast_generation: bool = False,
                  generation_threads: int | None = None, on_nonfinite: str = "stop",
-                 snapshot: bool | str = "auto", max_skips: int = 10,
+                 snapshot: bool | str = "auto", max_skips: int = 10, max_jump: float = 100.0,
                  report: Callable[[Event], None] | None = None,
                  environment_rewards: dict | None = None, settings: dict | None = None, log=print,
                  guard_rewards: dict | None = None, rollout_log: dict | None = None, dynamic: dict | None = None,
@@ -105,7 +105,7 @@ class GrpoTrainer(GRPOTrainer):
         if precision is not None and precision.trainable != "float32":
             self._cast_trainable(getattr(torch, precision.trainable))
         params = list(self.model.parameters())
-        self.guard = Guard(params, policy=on_nonfinite, max_skips=max_skips,
+        self.guard = Guard(params, policy=on_nonfinite, max_skips=max_skips, max_jump=max_jump,
                            snapshot=wants_snapshot(snapshot, params, sum(p.numel() for p in params)))
         self._resume_dir: str | None = None
         self.add_callback(_Hooks(self, report))
