@@ -197,3 +197,47 @@ def test_dynamic_sampling_applies_to_every_stage(grpo, parity_reward, tmp_path):
         rows = [r for r in log if r["stage"] == stage and r["trained"]]
         assert len({(r["round"], r["group"]) for r in rows}) == 2, stage
         assert not any(even(r["prompt"]) for r in rows), stage
+
+
+def test_merge_takes_the_picked_groups_rows_padding_prompts_left_and_completions_right():
+    import torch
+
+    from grpo_core.dynamic import merge
+
+    def batch(base, prompt_width, completion_width):
+        """4 rows (2 groups of 2); row i's tokens base + 10 i + column, its ref log-probs -(base + i)."""
+        rows = range(4)
+        return {
+            "prompt_ids": torch.tensor([[base + 10 * i + 1 + j for j in range(prompt_width)] for i in rows]),
+            "prompt_mask": torch.ones(4, prompt_width, dtype=torch.long),
+            "completion_ids": torch.tensor([[base + 10 * i + 5 + j for j in range(completion_width)] for i in rows]),
+            "completion_mask": torch.ones(4, completion_width, dtype=torch.long),
+            "ref_per_token_logps": torch.tensor([[-(base + i) / 10] * completion_width for i in rows]),
+            "advantages": torch.tensor([base + i for i in rows], dtype=torch.float),
+            "num_items_in_batch": torch.tensor(4 * completion_width),
+        }
+
+    # round 0: prompts of 3 tokens, completions of 2; round 1: prompts of 2, completions of 4
+    rounds = [batch(0, 3, 2), batch(100, 2, 4)]
+    # round 0's group 1 (rows 2, 3), then round 1's group 1 (rows 2, 3), then its group 0 (rows 0, 1)
+    out = merge(rounds, [(0, 1), (1, 1), (1, 0)], 2, pad_id=99)
+    assert set(out) == set(rounds[0]) - {"num_items_in_batch"}  # the trainer counts the merged tokens itself
+    assert out["prompt_ids"].tolist() == [[21, 22, 23], [31, 32, 33],
+                                          [99, 121, 122], [99, 131, 132], [99, 101, 102], [99, 111, 112]]
+    assert out["prompt_mask"].tolist() == [[1, 1, 1]] * 2 + [[0, 1, 1]] * 4
+    assert out["completion_ids"].tolist() == [[25, 26, 99, 99], [35, 36, 99, 99], [125, 126, 127, 128],
+                                              [135, 136, 137, 138], [105, 106, 107, 108], [115, 116, 117, 118]]
+    assert out["completion_mask"].tolist() == [[1, 1, 0, 0]] * 2 + [[1, 1, 1, 1]] * 4
+    assert torch.allclose(out["ref_per_token_logps"], torch.tensor(
+        [[-0.2, -0.2, 0.0, 0.0], [-0.3, -0.3, 0.0, 0.0], [-10.2] * 4, [-10.3] * 4, [-10.0] * 4, [-10.1] * 4]))
+    assert out["advantages"].tolist() == [2.0, 3.0, 102.0, 103.0, 100.0, 101.0]
+
+
+def test_merge_refuses_a_batch_entry_it_cannot_lay_out():
+    import torch
+
+    from grpo_core.dynamic import merge
+
+    one = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "pixel_values": torch.ones(2, 3)}
+    with pytest.raises(ValueError, match=r"cannot merge \['pixel_values'\]"):
+        merge([one, one], [(1, 0)], 2, pad_id=0)
