@@ -56,11 +56,51 @@ def test_without_dynamic_sampling_the_flat_share_is_the_constructed_one(grpo, pa
         assert "sampling/rounds" not in step
 
 
-def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, parity_reward, tmp_path):
-    code, out, err = grpo(TINY, *ARGS, "--sampling.dynamic", "true", "--sampling.max_rounds", "8")
+def watch_training(monkeypatch):
+    """What the loss of each training step is handed, decoded: per row the step, the prompt's question
+    number, the completion text, the advantage; and, when the batch has reference
+    log-probs (beta > 0), the largest gap on completion tokens between them and the
+    base model's log-probs recomputed on the batch as handed."""
+    import re
+
+    import torch
+
+    from grpo_core.trainer import GrpoTrainer
+
+    seen = {"rows": [], "ref_gap": []}
+    original = GrpoTrainer.compute_loss
+
+    def compute_loss(self, model, inputs, *args, **kwargs):
+        tok = self.processing_class
+        step = self.state.global_step + 1
+        for ids, mask, cids, cmask, adv in zip(inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"],
+                                              inputs["completion_mask"], inputs["advantages"]):
+            prompt = tok.decode(ids[mask.bool()], skip_special_tokens=True)
+            number = int(re.findall(r"What is (\d+) \+ 1\?", prompt)[-1])
+            seen["rows"].append((step, number, tok.decode(cids[cmask.bool()], skip_special_tokens=True), float(adv)))
+        if "ref_per_token_logps" in inputs:
+            ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+            mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+            with torch.no_grad(), self.accelerator.unwrap_model(self.model).disable_adapter():
+                ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask,
+                                                                    inputs["completion_ids"].size(1))
+            on = inputs["completion_mask"].bool()
+            seen["ref_gap"].append((step, float((ref[on] - inputs["ref_per_token_logps"][on]).abs().max())))
+        return original(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(GrpoTrainer, "compute_loss", compute_loss)
+    return seen
+
+
+def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, parity_reward, tmp_path, monkeypatch):
+    """beta 0.04 as the quickstart has it: the reference log-probs travel with the picked rows."""
+    seen = watch_training(monkeypatch)
+    code, out, err = grpo(TINY, *ARGS, "--sampling.dynamic", "true", "--sampling.max_rounds", "8", "--beta", "0.04")
     assert code == 0, out + err
     log = rollout_log.read(tmp_path / "out").to_pylist()
-    for step in steps_of(tmp_path / "out" / "metrics.jsonl"):
+    metrics = steps_of(tmp_path / "out" / "metrics.jsonl")
+    assert [s["step"] for s in metrics] == [1, 2, 3] and any(s["sampling/rounds"] > 1 for s in metrics)
+    for step in metrics:
         rows = [r for r in log if r["step"] == step["step"]]
         rounds = sorted({r["round"] for r in rows})
         groups = {(r["round"], r["group"]): r["prompt"] for r in rows}
@@ -72,10 +112,22 @@ def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, 
         # the rounds stopped as soon as 2 odd (spread) groups had been generated
         odd = [key for key, prompt in sorted(groups.items()) if not even(prompt)]
         assert len(odd) >= 2 and odd[1][0] == rounds[-1]
+        # what the step's loss was handed (TRL shuffles the rows): 8 rows on odd questions, each
+        # question's advantages with a spread; the first two odd groups generated, completions and all
+        batch = [r for r in seen["rows"] if r[0] == step["step"]]
+        assert len(batch) == 8 and all(n % 2 == 1 for _, n, _, _ in batch)
+        for number in {n for _, n, _, _ in batch}:
+            advantages = [a for _, n, _, a in batch if n == number]
+            assert max(advantages) - min(advantages) > 1e-3
+        expected = [(int(r["prompt"].split()[2]), r["completion"]) for key in odd[:2]
+                    for r in rows if (r["round"], r["group"]) == key]
+        assert sorted((n, c) for _, n, c, _ in batch) == sorted(expected)
         # the log marks the two trained groups: the first two odd ones
         trained = sorted({(r["round"], r["group"]) for r in rows if r["trained"]})
         assert trained == odd[:2]
-    assert any(s["sampling/rounds"] > 1 for s in steps_of(tmp_path / "out" / "metrics.jsonl"))
+    # each trained row's reference log-probs are the base model's on that row
+    assert [s for s, _ in seen["ref_gap"]] == [1, 2, 3]
+    assert all(gap < 1e-4 for _, gap in seen["ref_gap"]), seen["ref_gap"]
 
 
 def test_when_the_rounds_run_out_flat_groups_fill_the_batch_and_are_counted(grpo, parity_reward, tmp_path):
