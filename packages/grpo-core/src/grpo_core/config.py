@@ -574,6 +574,8 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     Every problem found is reported at once (one ConfigError, numbered); ``strict``:
     removed settings are problems instead of being translated. Nothing is changed
     outside the returned config (``apply_env`` sets its ``env``)."""
+    from . import openr1
+    from .grpo_args import check_config_shape
     from .trl_compat import translate
 
     raw = copy.deepcopy(data) if data is not None else (_read_yaml(path) if path else {})
@@ -582,6 +584,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     for dotted, value in ours.items():
         problems.attempt(_set_dotted, raw, dotted, value)
     flags = _take_trl_args(raw, flags)
+    recipe = openr1.LAUNCH if openr1.is_recipe(raw) else None  # the processes it was written for
     translate(raw, problems)
     env = problems.attempt(_env, raw, default={})
     kinds = field_kinds("trl:GRPOConfig", "trl", "transformers")
@@ -609,6 +612,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     )
     if stages:
         problems.attempt(check_sampling_metric, cfg)
+    check_config_shape(cfg, problems, recipe)
     problems.raise_if_any(str(path) if path else "the config")
     return cfg
 

@@ -50,6 +50,13 @@ DATASET = ("dataset_prompt_column", "dataset_mixture")
 # answer template grpo check fills in (the gold answer in it) for an open-r1 recipe using them
 R1_TEMPLATE = "<think>\n{rationale}\n</think>\n<answer>\n{answer}\n</answer>"
 LAYOUT_REWARDS = ("format", "tag_count")
+# how open-r1 launches its recipes, on 8-GPU nodes: 8 processes a node (recipes/accelerate_configs/*.yaml,
+# slurm/train.slurm), or 7 beside a vLLM server on the eighth GPU (its README's command for the code
+# recipes, which are sized for it: 16 x 7 x 4 = 448 completions, 32 groups of 14); grpo's batch-shape
+# problems say which of them fits a recipe that does not fit the processes at hand
+LAUNCH = ("open-r1", ((8, "recipes/accelerate_configs: num_processes: 8"),
+                      (7, "a vLLM server on the eighth GPU, accelerate launch --num_processes=7, as open-r1's README "
+                          "runs its code recipes")))
 
 
 def _param_fields() -> dict[str, list[str]]:
@@ -67,6 +74,11 @@ UNUSED_PARAMS = {"code_eval_test_batch_size": ["ioi_code", "cf_code"], "code_eva
                  "code_language": ["code_format", "ioi_code"]}
 KEYS = (*DATASET, "system_prompt", "chat_template", "wandb_log_unique_prompts", *WANDB, *IGNORED,
         *REMOTE_SETTINGS, *PARAM_FIELDS, *[k for k in UNUSED_PARAMS if k not in PARAM_FIELDS])
+
+
+def is_recipe(raw: dict) -> bool:
+    """``raw`` (before translation) has open-r1's own fields or reward names: an open-r1 recipe."""
+    return any(k in raw for k in KEYS) or bool(reward_names(raw.get("reward_funcs")))
 
 
 def take(raw: dict) -> dict:
@@ -322,4 +334,4 @@ def _renamed(ds, columns: dict, what: str):
 
 
 __all__ = ["take", "translate", "reward_spec", "reward_names", "dataset_params", "reward_columns", "reward_hint", "openr1_dataset",
-           "check_mixture", "KEYS", "DEFAULT_REWARDS", "REMOTE", "IGNORED"]
+           "check_mixture", "is_recipe", "KEYS", "DEFAULT_REWARDS", "REMOTE", "IGNORED", "LAUNCH"]
