@@ -140,16 +140,28 @@ def test_when_the_rounds_run_out_flat_groups_fill_the_batch_and_are_counted(grpo
         assert step["sampling/flat_share_trained"] == sum(map(even, groups.values())) / 2
 
 
-def test_resume_replays_the_uninterrupted_runs_prompts_and_completions(grpo, parity_reward, tmp_path):
+def test_resume_replays_the_uninterrupted_run(grpo, parity_reward, tmp_path):
+    from safetensors.torch import load_file
+
     from .conftest import INTERRUPT
 
     dyn = ("--sampling.dynamic", "true", "--sampling.max_rounds", "6", "--max_steps", "4", "--save_steps", "1",
            "--rewards", "test.parity", "test.interrupt:0", "--no-check", "--per_device_train_batch_size", "8")
     code, out, err = grpo(TINY, *dyn, out=tmp_path / "whole")
     assert code == 0, err
-    INTERRUPT.update(at_call=4, calls=0, signal="SIGINT")  # during step 2's rounds or after
+    INTERRUPT.update(at_call=4, calls=0, signal="SIGINT")  # the 4th generation round: during step 2 or later
     code, out, err = grpo(TINY, *dyn, out=tmp_path / "cut")
     assert code == 130, err
+    [checkpoint] = sorted((tmp_path / "cut").glob("checkpoint-*"))
+    at = int(checkpoint.name.split("-")[1])
+    whole = rollout_log.read(tmp_path / "whole").to_pylist()
+    # the prompt stream feeds every round after a step's first, 2 fresh prompts each (2 groups a
+    # step): its saved position is 2 x the extra rounds the uninterrupted run made up to the checkpoint
+    extra = sum(max(r["round"] for r in whole if r["step"] == s) for s in range(1, at + 1))
+    position = json.loads((checkpoint / "grpo_dynamic.json").read_text())["position"]
+    assert position == 2 * extra and position > 0
+    # and the steps after the checkpoint draw from it again, so a stream restarted at 0 would show
+    assert at < 4 and any(r["round"] > 0 for r in whole if r["step"] > at)
     code, out, err = grpo(TINY, *dyn, "--resume", out=tmp_path / "cut")
     assert code == 0, err
 
@@ -157,6 +169,13 @@ def test_resume_replays_the_uninterrupted_runs_prompts_and_completions(grpo, par
         return [(r["step"], r["round"], r["prompt"], r["completion"]) for r in rollout_log.read(tmp_path / run).to_pylist()]
 
     assert seen("cut") == seen("whole")
+    # the same updates: each step's gradient norm, and the final adapter weights
+    norms = {run: [s["grad_norm"] for s in steps_of(tmp_path / run / "metrics.jsonl")] for run in ("whole", "cut")}
+    assert len(norms["whole"]) == 4 and norms["cut"] == pytest.approx(norms["whole"], rel=1e-5)
+    weights = {run: load_file(tmp_path / run / "adapter" / "adapter_model.safetensors") for run in ("whole", "cut")}
+    assert weights["cut"].keys() == weights["whole"].keys()
+    for name, tensor in weights["whole"].items():
+        assert (weights["cut"][name] - tensor).abs().max() < 1e-6, name
 
 
 @pytest.mark.parametrize("rewards, expected", [
