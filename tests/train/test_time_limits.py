@@ -22,7 +22,7 @@ def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "slow.py").write_text(HANG)
     args = ("--rewards", "test.digits", "slow.py:hang:0.5", "--health.reward_time_limit", "1",
-            "--health.max_reward_errors", "1.0")
+            "--health.max_reward_errors", "1.0", "--health.max_reward_timeouts", "10")
     code, out, err = grpo(TINY, "--dry-run", *args)
     assert code == 0, out + err
     assert (out + err).count("reward 'hang' ran past its time limit of 1s") == 1
@@ -40,13 +40,39 @@ def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo,
     assert not [t for t in threading.enumerate() if t.name == "grpo-reward-call"]  # nothing left running
 
 
-def test_a_reward_that_always_hangs_stops_with_a_checkpoint(grpo, tmp_path, monkeypatch):
+def test_a_reward_that_always_hangs_stops_the_run_after_three_timeouts_in_a_row(grpo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "slow2.py").write_text(HANG.replace("def hang", "def hang2"))
-    code, out, err = grpo(TINY, "--max_steps", "4", "--rewards", "test.digits", "slow2.py:hang2 within 0.5s",
-                          "--health.window", "2")
+    code, out, err = grpo(TINY, "--max_steps", "20", "--rewards", "test.digits", "slow2.py:hang2 within 0.5s",
+                          "--save_strategy", "steps", "--save_steps", "1")
     text = out + err
     assert code == 2, text
-    # window of 2 batches, every item timed out: 8 of 8 > 20 %; step 1 completed before
-    assert "reward 'hang2'" in text and "failed on 8 of 8 completions" in text
+    # time-outs in a row: the parameter check before training (1), steps 1 (2) and 2 (3): stop at step 2,
+    # whose checkpoint is the last completed step's, 1
+    assert text.count("timed out on 3 calls in a row") == 1
+    assert "reward 'hang2' timed out on 3 calls in a row (0.5s each; health.max_reward_timeouts 3)" \
+        in text
+    assert "health.on_reward_timeout: drop" in text
     assert "checkpoint-1 (step 1, the last completed step)" in text
+    steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps if "reward" in r] == [1]
+    assert not [t for t in threading.enumerate() if t.name == "grpo-reward-call"]
+
+
+def test_drop_trains_on_without_a_reward_that_keeps_timing_out(grpo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow3.py").write_text(HANG.replace("def hang", "def hang3"))
+    code, out, err = grpo(TINY, "--max_steps", "5", "--rewards", "test.digits", "slow3.py:hang3 within 0.5s",
+                          "--health.on_reward_timeout", "drop", "--health.max_reward_timeouts", "2")
+    text = out + err
+    assert code == 0, text
+    assert text.count("DROPPED from training") == 1 and "reward 'hang3'" in text
+    steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in steps if "reward" in r]
+    assert [r["step"] for r in steps] == [1, 2, 3, 4, 5]
+    # timed out in the parameter check (1) and at step 1 (2): dropped there; never called again, so
+    # steps 2-5 take no time in it and log it as dropped
+    assert steps[0]["rewards/hang3/timeouts"] == 4.0
+    assert all(r["rewards/hang3/dropped"] == 1.0 and "rewards/hang3/timeouts" not in r for r in steps[1:])
+    # the total is test.digits' alone from step 2 on
+    assert all(abs(r["reward"] - r["rewards/test.digits/mean"]) < 1e-6 for r in steps[1:])

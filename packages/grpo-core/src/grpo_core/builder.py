@@ -22,12 +22,13 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
 
     from .environments import trainer_kwargs
     from .prepare import fast_generation, generation_threads
-    from .reward_policy import guard_rewards
+    from .reward_policy import Stalls, guard_rewards
     from .trainer import GrpoTrainer
 
     args, funcs = stage.args, list(stage.funcs)
     h = cfg.health
-    guard: dict[str, Any] = dict(window=h.window, max_share=h.max_reward_errors, log=log)
+    guard: dict[str, Any] = dict(window=h.window, max_share=h.max_reward_errors, log=log,
+                                 stalls=Stalls(h.max_reward_timeouts, h.on_reward_timeout))
     if rollouts_only:
         args = copy.copy(args)
         args.report_to, args.beta, args.use_vllm, args.push_to_hub = [], 0.0, False, False

@@ -140,6 +140,11 @@ class HealthSection:
     # seconds a reward may take per call (one batch) before its items score None
     # (counted in rewards/<name>/timeouts); per reward: time_limit: in its entry, or 'NAME within 30s'
     reward_time_limit: float = 120.0
+    # a reward whose calls time out this many times in a row (a time-out in grpo check
+    # counts) is not waited on again: stop (the run, with a checkpoint) or drop (train on
+    # without it, said loudly)
+    max_reward_timeouts: int = 3
+    on_reward_timeout: str = "stop"
 
 
 @dataclass
@@ -464,10 +469,10 @@ def _section(data: dict, name: str, cls, where: str, problems: Problems | None =
     return section
 
 
-_CHOICES = {"on_nonfinite": ("stop", "skip"), "snapshot": (True, False, "auto"),
+_CHOICES = {"on_nonfinite": ("stop", "skip"), "on_reward_timeout": ("stop", "drop"), "snapshot": (True, False, "auto"),
             "fast_generation": (True, False, "auto"), "on_divergence": ("warn", "stop"),
             "enabled": (True, False, "auto")}
-_MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1, "reward_time_limit": 0.001}
+_MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1, "reward_time_limit": 0.001, "max_reward_timeouts": 1}
 _SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
 _NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 

@@ -15,7 +15,14 @@ themselves, and ``grpo rewards check``, still raise as written):
   the first of each kind is logged once, with its traceback;
 - the run stops with :class:`RewardFailure`, naming the reward, its plugin and
   distribution, only when failures pass ``max_share`` of the items over the
-  last ``window`` batches.
+  last ``window`` batches;
+- a reward whose calls time out :attr:`Stalls.max_in_a_row` times in a row (3;
+  a time-out in ``grpo check`` before training counts as the first) is not waited
+  on again: ``stop`` (the default) ends the run with :class:`RewardStalled`, a
+  checkpoint of the last completed step and one message naming the reward and the
+  settings to change; ``drop`` goes on without it, said loudly once, its items
+  scoring ``None`` uncalled (``rewards/<name>/dropped`` is 1 from then on). A dead
+  reward server would otherwise cost its time limit on every step of the run.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from .errors import GrpoError
 from .rewards import AsyncReward, Reward
@@ -36,11 +44,27 @@ class RewardFailure(GrpoError):
     """A reward failed on too many items to go on."""
 
 
+class RewardStalled(RewardFailure):
+    """A reward timed out on too many calls in a row to keep waiting on it."""
+
+
+STALL_ACTIONS = ("stop", "drop")
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """What training does with a reward whose calls keep timing out
+    (``health.max_reward_timeouts``, ``health.on_reward_timeout``)."""
+
+    max_in_a_row: int = 3  # consecutive timed-out calls of one reward
+    action: str = "stop"  # stop: end the run with a checkpoint; drop: go on without the reward
+
+
 class GuardedReward:
     """A TRL reward function around a :class:`Reward`; see the module docstring."""
 
     def __init__(self, reward: Reward, *, source: str = "", window: int = 5, max_share: float = 0.2,
-                 log: Callable[[str], None] = print):
+                 log: Callable[[str], None] = print, stalls: Stalls = Stalls()):
         self.reward = reward
         self.__name__ = self.__qualname__ = reward.__name__
         self.required_columns = getattr(reward, "required_columns", ())
@@ -50,12 +74,18 @@ class GuardedReward:
         self.history: deque = deque(maxlen=max(int(window), 1))  # (failed, items) per batch
         self.errors = 0
         self.timeouts = 0  # items of the current batch that timed out
+        self.stalls = stalls
+        # calls in a row that timed out; one in grpo check before training counts
+        self.in_a_row = 1 if getattr(reward, "timed_out", False) else 0
+        self.dropped = False  # on_reward_timeout: drop, after max_in_a_row time-outs
         self._seen_kinds: set[str] = set()
 
     # ------------------------------------------------------------ the call
 
     def __call__(self, completions=None, **kwargs):
         n = len(completions or ())
+        if self.dropped:
+            return self._uncalled(n, kwargs)
         started = time.perf_counter()
         self.timeouts = 0
         try:
@@ -118,8 +148,41 @@ class GuardedReward:
             log_metric(f"rewards/{self.__name__}/errors", float(failed - self.timeouts))
             log_metric(f"rewards/{self.__name__}/timeouts", float(self.timeouts))
             log_metric(f"rewards/{self.__name__}/seconds", seconds)
+        if self._stalled(n):
+            return [None] * n
         self._check_share(failed, n)
         return out
+
+    # ------------------------------------------------------------ a reward that keeps timing out
+
+    def _stalled(self, n: int) -> bool:
+        """Counts calls that timed out in a row; at the limit, stops the run or drops the
+        reward (True: it was dropped now)."""
+        if n == 0:
+            return False
+        self.in_a_row = self.in_a_row + 1 if self.timeouts else 0
+        if self.in_a_row < self.stalls.max_in_a_row:
+            return False
+        limit = f"{self.time_limit:g}s" if self.time_limit else "its time limit"
+        what = (f"reward '{self.__name__}'{f' ({self.source})' if self.source else ''} timed out on "
+                f"{self.in_a_row} calls in a row ({limit} each; health.max_reward_timeouts "
+                f"{self.stalls.max_in_a_row})")
+        if self.stalls.action == "stop":
+            raise RewardStalled(
+                f"{what}: stopping rather than wait on it every step. Fix the reward (or the service it "
+                f"calls), raise its limit (time_limit: in its rewards entry, or health.reward_time_limit), "
+                f"or train on without it: health.on_reward_timeout: drop.")
+        self.dropped = True
+        self.log(f"warning: {'!' * 3} {what}: DROPPED from training from now on (health.on_reward_timeout: "
+                 f"drop): it is not called again, its items score None and the total is the other rewards' "
+                 f"(rewards/{self.__name__}/dropped is 1). Fix it and --resume to bring it back.")
+        return True
+
+    def _uncalled(self, n: int, kwargs: dict) -> list:
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            log_metric(f"rewards/{self.__name__}/dropped", 1.0)
+        return [None] * n
 
     def _value(self, s):
         if s is None:
@@ -180,6 +243,8 @@ class AsyncGuardedReward(GuardedReward):
         import asyncio
 
         n = len(completions or ())
+        if self.dropped:
+            return self._uncalled(n, kwargs)
         started = time.perf_counter()
         self.timeouts = 0
         try:
@@ -216,10 +281,11 @@ def _is_scalar_array(s) -> bool:
 
 
 def guard_rewards(funcs: list, *, window: int = 5, max_share: float = 0.2,
-                  log: Callable[[str], None] = print) -> list:
+                  log: Callable[[str], None] = print, stalls: Stalls = Stalls()) -> list:
     """Each reward wrapped with the failure policy, named after it as before."""
     return [(AsyncGuardedReward if isinstance(f, AsyncReward) else GuardedReward)(
-        f, source=getattr(f, "source", ""), window=window, max_share=max_share, log=log) for f in funcs]
+        f, source=getattr(f, "source", ""), window=window, max_share=max_share, log=log, stalls=stalls)
+        for f in funcs]
 
 
 def guard_added(funcs: list, names: list[str], own: int, time_limit: float | None = None, **guard) -> None:
@@ -242,4 +308,5 @@ class _Named:
         return self.func(*args, **kwargs)
 
 
-__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "RewardFailure", "guard_rewards"]
+__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "RewardFailure", "RewardStalled", "Stalls",
+           "guard_rewards"]
