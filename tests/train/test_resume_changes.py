@@ -67,3 +67,21 @@ def test_settings_a_checkpoint_cannot_take_are_refused_by_name(grpo, tmp_path):
     assert "cannot change mid-run" in err
     assert "num_generations: 4 in the checkpoint, 2 now" in err
     assert "lora: {'r': 4, 'lora_alpha': 8, 'target_modules': 'all-linear'} in the checkpoint" in err
+
+
+def test_resume_on_another_dataset_or_seed_is_refused_by_name(grpo, tmp_path):
+    from .conftest import INTERRUPT
+
+    INTERRUPT.update(at_call=2, calls=0, signal="SIGINT")
+    args = ("--max_steps", "3", "--rewards", "test.digits", "test.interrupt:0", "--no-check")
+    code, out, err = grpo(TINY, *args)
+    assert code == 130, err
+    code, out, err = grpo(TINY, *args, "--dataset.name", "toy_no_answer", "--seed", "3", "--temperature", "0.5",
+                          "--resume")
+    assert code == 2, out + err
+    assert "cannot change mid-run" in err
+    assert "dataset.name: toy in the checkpoint, toy_no_answer now" in err and "seed: 0 in the checkpoint, 3 now" in err
+    assert "temperature" not in err  # a sampling setting is taken, not refused
+    code, out, err = grpo(TINY, *args, "--temperature", "0.5", "--resume")
+    assert code == 0, out + err
+    assert "temperature 1 -> 0.5 from step 2" in out + err

@@ -172,7 +172,7 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
         r.log(f"Resuming{f' stage {p.section.name!r}' if r.cfg.multi_stage else ''} from {ckpt} (step {step}).")
         saved = rules.read(ckpt)
         if saved is not None:
-            changes = rules.compare(saved, rules.settings_of(r.cfg, p), step)
+            changes = rules.compare(saved, rules.settings_of(r.cfg, p, len(r.p.train_ds)), step)
             if changes.refused:
                 raise ConfigError(changes.error(ckpt))
             for line in changes.applied:
@@ -226,7 +226,7 @@ def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, peft_
     return build_trainer(r.cfg, p, model, tokenizer, device=r.p.device, train_ds=r.p.train_ds, eval_ds=r.p.eval_ds,
                          precision=r.precision, peft_config=peft_config,
                          callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
-                         report=lambda event: _report_nonfinite(r, p, event), settings=settings_of(r.cfg, p),
+                         report=lambda event: _report_nonfinite(r, p, event), settings=settings_of(r.cfg, p, len(r.p.train_ds)),
                          rollout_log=log)
 
 
