@@ -23,11 +23,20 @@ def has_digit(completions, **kwargs):
     return [float(sum(map(ord, grpo_core.completion_text(c))) % 2 == 0) for c in completions]
 
 
+def even_or_none(completions, question, **kwargs):
+    """has_digit's score, but None ("no opinion") on 'What is N + 1?' when N is a multiple of 3."""
+    return [None if int(q.split()[2]) % 3 == 0 else s for q, s in zip(question, has_digit(completions))]
+
+
 @pytest.fixture
 def digit_correctness(register_plugin):
     mod = types.ModuleType("digit_plugin")
-    mod.register_rewards = grpo_core.hookimpl(
-        lambda register: register("test.has_digit", has_digit, correctness=True, range=(0, 1)))
+
+    def register_rewards(register):
+        register("test.has_digit", has_digit, correctness=True, range=(0, 1))
+        register("test.even_or_none", even_or_none, correctness=True, range=(0, 1))
+
+    mod.register_rewards = grpo_core.hookimpl(register_rewards)
     register_plugin(mod, name="digit_plugin")
 
 
@@ -53,22 +62,41 @@ def records(path):
 
 
 def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_correctness, sharp_model, tmp_path):
+    """A correctness reward with no opinion (None) on 2 of the 6 held-out prompts ('What is 0 + 1?'
+    and 'What is 3 + 1?'): both figures are the share of full marks among the other 4, so they
+    are multiples of 1/4 (counted wrong instead, they would be multiples of 1/6)."""
     from grpo_core.cli import main
 
-    rewards = ("--rewards", "test.has_digit", "test.short:0.1")
+    rewards = ("--rewards", "test.even_or_none", "test.short:0.1")
     code, out, err = grpo(TINY, "--max_steps", "4", *rewards, "--no-check", *HELDOUT, "--model.id", str(sharp_model),
                           model=False)
     assert code == 0, out + err
     steps = [r for r in records(tmp_path / "out" / "metrics.jsonl") if "reward" in r]
     measured = {r["step"]: r["eval/accuracy"] for r in steps if "eval/accuracy" in r}
     assert sorted(measured) == [1, 2, 4]  # after the first step, then every 2 steps
-    assert 0 < measured[4] < 1  # a figure that can differ, not an all-or-nothing one
+    assert measured[4] in (0.25, 0.5, 0.75)  # a figure that can differ, not an all-or-nothing one
+    assert all(4 * value == int(4 * value) for value in measured.values())
     assert [line for line in out.splitlines() if line.startswith("step 2/4") and "held-out accuracy" in line]
     # grpo eval on the trained adapter: the same 6 held-out prompts, greedy, the same reward
     report = tmp_path / "eval.json"
     assert main(["eval", str(TINY), "--model.id", str(sharp_model), "--checkpoint", str(tmp_path / "out" / "adapter"),
                  "--limit", "6", "--split", "test", "--output", str(report), *rewards]) == 0
     assert json.loads(report.read_text())["trained"]["accuracy"] == pytest.approx(measured[4])
+
+
+@pytest.mark.parametrize("scores, top, expected", [
+    ([1.0, 0.0, 1.0, 0.0], 1.0, 0.5),
+    ([1.0, None, 0.0, None, 1.0, 1.0], 1.0, 0.75),  # None: no opinion, left out (3 of 4)
+    ([None, None], 1.0, None),  # nothing to count: nan
+    ([2.0, 1.0, 0.0, 2.0], 2.0, 0.5),  # full marks are the declared range's top
+])
+def test_accuracy_is_the_share_of_full_marks_among_the_scored(scores, top, expected):
+    import math
+
+    from grpo_core.heldout import accuracy
+
+    value = accuracy(scores, top)
+    assert math.isnan(value) if expected is None else value == expected
 
 
 def test_no_correctness_reward_means_no_held_out_accuracy(grpo, tmp_path):

@@ -66,9 +66,16 @@ def every(setting: int, max_steps: int) -> int:
     return setting if setting > 0 else max(1, max_steps // 10)
 
 
+def full_marks(reward) -> float:
+    """A correctness reward's full marks: the top of its declared range, else 1.0."""
+    return reward.range[1] if getattr(reward, "range", None) else 1.0
+
+
 def accuracy(scores: list, top: float) -> float:
-    """Share of completions at the reward's maximum (None counts as wrong)."""
-    return sum(s is not None and s >= top - 1e-9 for s in scores) / len(scores) if scores else float("nan")
+    """Share of the scored completions at the reward's maximum: None ("no opinion") is
+    left out, as ``grpo eval`` leaves it out (nan when nothing was scored)."""
+    scored = [s for s in scores if s is not None]
+    return sum(s >= top - 1e-9 for s in scored) / len(scored) if scored else float("nan")
 
 
 class HeldoutCallback(TrainerCallback):
@@ -110,8 +117,7 @@ class HeldoutCallback(TrainerCallback):
             model.train(was_training)
         texts = [g[0].text for g in groups]
         scored = score_batch([self.reward], [1.0], texts, self.rows, [r["prompt"] for r in self.rows])
-        top = self.reward.range[1] if getattr(self.reward, "range", None) else 1.0
-        return accuracy(scored.per_reward[0], top)
+        return accuracy(scored.per_reward[0], full_marks(self.reward))
 
 
 def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> HeldoutCallback | None:
@@ -128,4 +134,4 @@ def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> Held
     return HeldoutCallback(rows, reward, sampling, every(cfg.heldout.every, stage.args.max_steps), offset)
 
 
-__all__ = ["HeldoutCallback", "heldout_rows", "callback", "accuracy", "every", "METRIC"]
+__all__ = ["HeldoutCallback", "heldout_rows", "callback", "accuracy", "full_marks", "every", "METRIC"]

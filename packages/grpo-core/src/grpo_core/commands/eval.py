@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
 def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) -> dict:
     """``names``: the reward columns when they are more than ``funcs`` (an environment's
     get_reward comes after them)."""
+    from ..heldout import accuracy, full_marks
+
     flat = [c for g in groups for c in g]
     out = {"n": len(flat), "reward_total": _mean(totals),
            "mean_tokens": _mean([c.num_tokens for c in flat]),
@@ -39,7 +41,8 @@ def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) 
         out[name] = _mean(values)
     acc = next((i for i, f in enumerate(funcs) if getattr(f, "correctness", False)), None)  # declared, not guessed
     fmt = next((i for i, n in enumerate(names) if n.startswith("format.")), None)
-    out["accuracy"] = _share_full(per_reward[acc]) if acc is not None else None
+    # the figure held-out accuracy logs while training (grpo_core.heldout): full marks of the declared range
+    out["accuracy"] = accuracy(per_reward[acc], full_marks(funcs[acc])) if acc is not None else None
     out["format_compliance"] = _share_full(per_reward[fmt]) if fmt is not None else None
     return out
 
