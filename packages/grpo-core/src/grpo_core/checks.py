@@ -13,9 +13,16 @@ Two questions cost whole runs when their answer is wrong:
 2. **Reward-hacking probes**: does a reward pay for something that is not an
    answer? :data:`PROBES` builds adversarial completions from sampled rows
    (a hedge, the question copied back, the gold only in the reasoning, ...).
-   Judged per row: a probe without the right answer that a correctness reward
-   pays as much as the gold on more than :data:`PROBE_SHARE` of the rows, or
-   whose weighted total beats the gold's on more than that share, is a failure.
+   Judged per row: a probe without the right answer that a reward reading
+   answers pays as much as the gold on more than :data:`PROBE_SHARE` of the rows,
+   or whose weighted total beats the gold's on more than that share, is a failure.
+   A reward reads answers when it is a correctness reward, or when it pays the
+   gold more than a wrong answer written the same way (both :func:`wrong_answer`
+   and :func:`shifted`, on more than that share of the rows): a containment
+   reward that pays any text holding the gold does, a format or length reward
+   that pays the gold and a wrong answer alike does not. A reward that reads
+   answers but is not meant to judge them (a topic or mention reward) is marked
+   ``reads_answers=False`` when registered, or by that attribute on its function.
    Plugins add probes with the ``register_probes`` hook.
 3. **No signal**: a reward that gives the gold and every probe the same value
    (a tag reward whose tags differ from the prompt's pays 0 to all) teaches
@@ -49,6 +56,22 @@ TRL_TEMPLATE = "<think>\n{rationale}\n</think>\n\\boxed{{{answer}}}"
 def is_correctness(reward) -> bool:
     """Rewards whose maximum means "the answer is right" (declared when registered)."""
     return bool(getattr(reward, "correctness", False))
+
+
+def declared_reads_answers(reward) -> bool | None:
+    """What a reward declares about reading answers: ``register(..., reads_answers=...)``,
+    or a ``reads_answers`` attribute on its function; None when it declares nothing."""
+    from . import registry
+
+    for obj in (reward, getattr(reward, "func", None)):
+        value = getattr(obj, "reads_answers", None)
+        if isinstance(value, bool):
+            return value
+    if not getattr(reward, "source", ""):  # a function of one's own: its attribute is all it declares
+        return None
+    entry = registry.rewards().entries.get(getattr(reward, "name", None))
+    value = entry.extra.get("reads_answers") if entry is not None else None
+    return value if isinstance(value, bool) else None
 
 
 # ------------------------------------------------------------------ completions from a row
@@ -109,6 +132,19 @@ def wrong_answer(gold: str) -> str:
         return repr(value + 1) if math.isfinite(value) else "0"
     except ValueError:
         return "0" if text != "0" else "1"
+
+
+def shifted(gold: str) -> str:
+    """A wrong answer of the gold's exact shape: each digit and letter moved on by one
+    (9 -> 0, z -> a), everything else kept: the same length, layout and n-grams, so a
+    reward that does not read the answer pays it as it pays the gold."""
+    def move(ch: str) -> str:
+        for first, size in (("0", 10), ("a", 26), ("A", 26)):
+            if ch.isascii() and 0 <= ord(ch) - ord(first) < size:
+                return chr(ord(first) + (ord(ch) - ord(first) + 1) % size)
+        return ch
+
+    return "".join(move(ch) for ch in gold)
 
 
 def _numbers(text: str) -> list[str]:
@@ -248,6 +284,19 @@ class ProbeResult:
     means: dict[str, float]  # per reward
     total: float
     failures: list[str]
+    paid_by: list[str] = field(default_factory=list)  # rewards reading answers that pay it as much as the gold
+
+
+@dataclass
+class HedgePaid:
+    """A reward that reads answers and pays probes without the right answer as much as the gold."""
+
+    name: str
+    correctness: bool  # declared; else found to read answers (or declared reads_answers=True)
+    probes: list[str]
+    rows: int  # probe rows where it pays the gold more than both wrong answers
+    gold: float  # its mean on the gold and on a wrong answer written the same way
+    wrong: float
 
 
 def _pays_as_much(probe: Sequence, gold: Sequence, floor: float = 0.0) -> list[int]:
@@ -257,22 +306,51 @@ def _pays_as_much(probe: Sequence, gold: Sequence, floor: float = 0.0) -> list[i
 
 
 def _judge(probe: Probe, rows: list[dict], ids: Sequence[int], per: dict[str, list], totals: list[float],
-           gold: dict[str, list], gold_totals: list[float], correct: set[str], floors: dict[str, float]) -> list[str]:
-    """A probe fails a correctness reward that pays it as much as the gold on more than
-    PROBE_SHARE of the rows (without the right answer), or when its weighted total beats
-    the gold's on more than PROBE_SHARE of the rows. Judged per row, not on means."""
-    n, failures = len(rows), []
+           gold: dict[str, list], gold_totals: list[float], judged: Sequence[str],
+           floors: dict[str, float]) -> tuple[list[str], list[str]]:
+    """(failures, the rewards that pay it): a probe fails a reward reading answers
+    (``judged``) that pays it as much as the gold on more than PROBE_SHARE of the rows
+    (without the right answer), or when its weighted total beats the gold's on more than
+    PROBE_SHARE of the rows. Judged per row, not on means."""
+    n, failures, paid_by = len(rows), [], []
     limit = PROBE_SHARE * n
     if not probe.right:
-        for name in correct:
+        for name in judged:
             hits = _pays_as_much(per[name], gold[name], floors[name])
             if len(hits) > limit:
+                paid_by.append(name)
                 failures.append(f"{name} pays it as much as the gold on {len(hits)} of {n} rows "
                                 f"({_rows(hits, rows, ids)})")
     above = [i for i, (t, g) in enumerate(zip(totals, gold_totals)) if t > g + 1e-9]
     if len(above) > limit:
         failures.append(f"its total beats the gold's on {len(above)} of {n} rows ({_rows(above, rows, ids)})")
-    return failures
+    return failures, paid_by
+
+
+def _readers(funcs: Sequence, n: int, gold: dict[str, list], wrongs: list[dict[str, list]]) -> dict[str, int]:
+    """The rewards that read answers, each with the rows where it pays the gold more than
+    every wrong answer of ``wrongs`` (written the way the gold is): correctness rewards,
+    those declaring ``reads_answers=True``, and those found to on more than PROBE_SHARE of
+    the rows, unless they declare ``reads_answers=False`` (a topic or mention reward)."""
+    out = {}
+    for f in funcs:
+        name, declared = f.__name__, declared_reads_answers(f)
+        rows = sum(1 for i, g in enumerate(gold[name]) if g is not None and all(
+            w[name][i] is not None and g > w[name][i] + 1e-9 for w in wrongs))
+        if is_correctness(f) or declared or (declared is None and rows > PROBE_SHARE * n):
+            out[name] = rows
+    return out
+
+
+def _hedges(funcs: Sequence, results: list[ProbeResult], readers: dict[str, int], gold: dict[str, list],
+            wrong: dict[str, list]) -> list[HedgePaid]:
+    out = []
+    for f in funcs:
+        paid = [r.probe.name for r in results if f.__name__ in r.paid_by]
+        if paid:
+            out.append(HedgePaid(f.__name__, is_correctness(f), paid, readers[f.__name__], _mean(gold[f.__name__]),
+                                 _mean(wrong[f.__name__])))
+    return out
 
 
 def _rows(indices: list[int], rows: list[dict], ids: Sequence[int]) -> str:
@@ -282,32 +360,37 @@ def _rows(indices: list[int], rows: list[dict], ids: Sequence[int]) -> str:
 
 
 def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], template, probes: Sequence[Probe],
-               ids: Sequence[int] | None = None) -> tuple[dict[str, float], float, list[ProbeResult], dict[str, float]]:
+               ids: Sequence[int] | None = None) -> tuple[dict[str, float], float, list[ProbeResult],
+                                                           dict[str, float], list[HedgePaid]]:
     """(gold means per reward, gold total, one result per probe, the rewards that gave
-    every completion tried one value: {name: value}). ``ids``: the rows' indices in
-    the dataset, as failures name them."""
+    every completion tried one value: {name: value}, the rewards reading answers that pay
+    probes as much as the gold). ``ids``: the rows' indices in the dataset, as failures
+    name them. Two wrong answers written as the gold is (:func:`wrong_answer`,
+    :func:`shifted`) tell the rewards that read answers from those that do not."""
     ids = list(range(len(rows))) if ids is None else ids
     built = [ProbeRow(r, gold_of(r), wrong_answer(gold_of(r)), template) for r in rows]
-    groups = [[b.fill(b.gold) for b in built]] + [[p.build(b) for b in built] for p in probes]
+    groups = [[b.fill(b.gold) for b in built], [b.fill(b.wrong) for b in built],
+              [b.fill(shifted(b.gold)) for b in built]] + [[p.build(b) for b in built] for p in probes]
     scored, n = _score_all(funcs, weights, groups, rows)
     names = [f.__name__ for f in funcs]
-    correct = {f.__name__ for f in funcs if is_correctness(f)}
     floors = {f.__name__: (f.range[0] if getattr(f, "range", None) else 0.0) for f in funcs}
 
     def cut(k: int) -> tuple[dict[str, list], list[float]]:
         return {name: per[k * n:(k + 1) * n] for name, per in zip(names, scored.per_reward)}, \
             scored.totals[k * n:(k + 1) * n]
 
-    gold, gold_totals = cut(0)
+    (gold, gold_totals), (wrong, _), (same_shape, _) = cut(0), cut(1), cut(2)
+    readers = _readers(funcs, n, gold, [wrong, same_shape])
     results = []
-    for k, probe in enumerate(probes, start=1):
+    for k, probe in enumerate(probes, start=3):
         per, totals = cut(k)
-        failures = _judge(probe, rows, ids, per, totals, gold, gold_totals, correct, floors)
-        results.append(ProbeResult(probe, {m: _mean(v) for m, v in per.items()}, _mean(totals), failures))
+        failures, paid_by = _judge(probe, rows, ids, per, totals, gold, gold_totals, list(readers), floors)
+        results.append(ProbeResult(probe, {m: _mean(v) for m, v in per.items()}, _mean(totals), failures, paid_by))
     flat = {f.__name__: vals[0] for f, w, per in zip(funcs, weights, scored.per_reward)
             if w != 0 and _skipped(f, rows) is None  # weight 0 logs a reward, it is not meant to teach
             for vals in [[v for v in per if v is not None]] if vals and max(vals) - min(vals) <= 1e-9}
-    return {m: _mean(v) for m, v in gold.items()}, _mean(gold_totals), results, flat
+    hedges = _hedges(funcs, results, readers, gold, wrong)
+    return {m: _mean(v) for m, v in gold.items()}, _mean(gold_totals), results, flat, hedges
 
 
 def _score_all(funcs: Sequence, weights: Sequence[float], groups: list[list[str]], rows: list[dict]):
@@ -337,6 +420,7 @@ class CheckReport:
     gold_total: float
     probes: list[ProbeResult]
     flat: dict[str, float] = field(default_factory=dict)  # rewards that scored every completion tried alike
+    hedges: list[HedgePaid] = field(default_factory=list)  # rewards reading answers that pay probes like the gold
 
     @property
     def ok(self) -> bool:
@@ -349,6 +433,8 @@ class CheckReport:
                                 "correctness": g.correctness, "short": g.short[:20], "skipped": g.skipped}
                                for g in self.gold],
             "no_signal": self.flat,
+            "hedge_paying": [{"reward": h.name, "correctness": h.correctness, "probes": h.probes, "rows": h.rows,
+                              "gold": h.gold, "wrong": h.wrong} for h in self.hedges],
             "probes": {"rows": self.probe_rows, "gold": self.gold_means, "gold_total": self.gold_total,
                        "results": [{"probe": p.probe.name, "description": p.probe.description, "means": p.means,
                                     "total": p.total, "failures": p.failures} for p in self.probes]},
@@ -362,8 +448,8 @@ def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], data
     picked = random.Random(seed).sample(range(len(dataset)), min(probe_rows, len(dataset)))
     sample = [dataset[i] for i in picked]
     gold = gold_self_test(funcs, rows, template)
-    gold_means, gold_total, probes, flat = run_probes(funcs, weights, sample, template, all_probes(), picked)
-    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat)
+    gold_means, gold_total, probes, flat, hedges = run_probes(funcs, weights, sample, template, all_probes(), picked)
+    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat, hedges)
 
 
 def format_report(report: CheckReport) -> str:
@@ -394,11 +480,25 @@ def format_report(report: CheckReport) -> str:
     failed = [p for p in report.probes if p.failures]
     for p in failed:
         lines.append(f"  {p.probe.name} ({p.probe.description}): {'; '.join(p.failures)}")
+    lines += [f"  FAIL {_hedge_text(h, report.probe_rows)}" for h in report.hedges]
     for name, value in report.flat.items():
         lines.append(f"  FAIL {name} gives every completion tried {value:.2f}, the gold included: it gives no "
                      f"learning signal (check its parameters against the system prompt's answer layout)")
     lines.append("\ncheck: " + ("ok" if report.ok else "FAILED (grpo train stops here; --no-check skips it)"))
     return "\n".join(lines)
+
+
+def _hedge_text(h: HedgePaid, n: int) -> str:
+    """Why a reward that reads answers fails on the probes it pays, and what to do."""
+    probes = ", ".join(h.probes)
+    if h.correctness:
+        return (f"{h.name}, a correctness reward, pays {probes} as much as the gold: it pays a hedge like a right "
+                f"answer; make it read the one final answer (math.correctness does).")
+    return (f"{h.name} reads the answer (it pays the gold {h.gold:.2f} and a wrong answer written the same way "
+            f"{h.wrong:.2f}, above it on {h.rows} of {n} rows) and pays {probes} as much as the gold: declared a "
+            f"correctness reward or not, it would teach the model to hedge. Make it read the one final answer; "
+            f"or, if it is not meant to judge answers (a topic or mention reward), mark it: "
+            f"register(..., reads_answers=False) in its plugin, or reads_answers = False on its function.")
 
 
 def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_rows: int | None = None,
@@ -452,5 +552,5 @@ def summary_line(report: CheckReport) -> str:
 
 
 
-__all__ = ["check_plans", "PROBES", "Probe", "ProbeRow", "CheckReport", "check_stage", "format_report", "is_correctness",
-           "gold_self_test", "run_probes", "wrong_answer"]
+__all__ = ["check_plans", "PROBES", "Probe", "ProbeRow", "CheckReport", "HedgePaid", "check_stage", "format_report",
+           "is_correctness", "declared_reads_answers", "gold_self_test", "run_probes", "wrong_answer", "shifted"]

@@ -18,7 +18,7 @@ hookimpl = pluggy.HookimplMarker("grpo")
 @hookspec
 def register_rewards(register: Callable[..., None]) -> None:
     """Register reward functions:
-    ``register(name, func, *, description=None, correctness=False, range=None)``.
+    ``register(name, func, *, description=None, correctness=False, range=None, reads_answers=None)``.
 
     :param register: call once per reward. ``name`` is dotted and lower case
         (``math.correctness``); ``func`` is a TRL reward function
@@ -27,6 +27,11 @@ def register_rewards(register: Callable[..., None]) -> None:
         gold self-test holds it to 99 %, ``grpo eval`` reports it as accuracy).
         ``range=(low, high)``: the scores it can give, or a function of the reward's
         parameters returning them; ``grpo check`` takes ``high`` as full marks.
+        ``reads_answers=False``: it is not meant to judge answers (a topic or mention
+        reward), so ``grpo check`` does not fail it for paying hedges as much as the
+        gold; by default a reward that pays the gold more than a wrong answer reads
+        answers and may not (``True``: it always reads them). A function of one's own
+        says the same with a ``reads_answers`` attribute.
     """
 
 
