@@ -5,8 +5,10 @@ Every ``heldout.every`` steps (ten times over a run by default, and after the
 first step), the model answers ``heldout.prompts`` held-out prompts the way
 ``grpo eval`` samples them (greedy, training's settings otherwise) and the
 stage's correctness reward (one registered with ``correctness=True``) scores
-them: ``eval/accuracy`` is the share at its maximum. It goes to
-``metrics.jsonl``, the step line and ``rewards.png``.
+them: ``eval/accuracy`` is the share at its maximum (None, "no opinion", left
+out, as ``grpo eval`` leaves it out). With an environment the prompts are rolled
+out as ``grpo eval`` rolls them out (tool calls, their results, the next turn).
+It goes to ``metrics.jsonl``, the step line and ``rewards.png``.
 
 Held-out prompts are the dataset's ``eval_split``, else its ``test`` split when
 the adapter has one (``heldout.enabled: auto``). The cost is one greedy
@@ -20,6 +22,9 @@ main process logs.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -81,12 +86,14 @@ def accuracy(scores: list, top: float) -> float:
 class HeldoutCallback(TrainerCallback):
     """Measures ``eval/accuracy`` after the first step and every ``every`` steps."""
 
-    def __init__(self, rows: list[dict], reward, sampling: dict, every_steps: int, offset: int = 0):
+    def __init__(self, rows: list[dict], reward, sampling: dict, every_steps: int, offset: int = 0,
+                 multi_turn: tuple | None = None):
         self.rows = rows
         self.reward = reward
         self.sampling = sampling
         self.every = every_steps
         self.offset = offset
+        self.multi_turn = multi_turn  # (cfg, stage, device) with an environment: rolled out as grpo eval does
         self.trainer = None
         self.results: list[tuple[int, float]] = []  # (global step, accuracy)
 
@@ -111,6 +118,8 @@ class HeldoutCallback(TrainerCallback):
         was_training = model.training
         model.eval()
         try:
+            if self.multi_turn is not None:
+                return accuracy(self._rolled_out(model), full_marks(self.reward))
             groups = generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows], n=1,
                               do_sample=False, **self.sampling)
         finally:
@@ -118,6 +127,35 @@ class HeldoutCallback(TrainerCallback):
         texts = [g[0].text for g in groups]
         scored = score_batch([self.reward], [1.0], texts, self.rows, [r["prompt"] for r in self.rows])
         return accuracy(scored.per_reward[0], full_marks(self.reward))
+
+    def _rolled_out(self, model) -> list:
+        """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their
+        results, the next turn), made as ``grpo eval`` makes them (:func:`rollouts.sample`)."""
+        from .rollouts import sample
+
+        cfg, stage, device = self.multi_turn
+        with _rng_kept():  # building the rollouts' trainer reseeds; training's own sampling goes on unchanged
+            done = sample(cfg, stage, self.rows, model, self.trainer.processing_class, device, 1, greedy=True)
+        return done.per_reward[next(i for i, f in enumerate(stage.funcs) if f is self.reward)]
+
+
+@contextlib.contextmanager
+def _rng_kept():
+    import random
+
+    import numpy as np
+    import torch
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
 
 
 def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> HeldoutCallback | None:
@@ -131,7 +169,15 @@ def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> Held
     sampling["seed"] = None  # greedy needs no seed, and reseeding would change training's own sampling
     if cfg.heldout.max_completion_length:
         sampling["max_new_tokens"] = cfg.heldout.max_completion_length
-    return HeldoutCallback(rows, reward, sampling, every(cfg.heldout.every, stage.args.max_steps), offset)
+    multi_turn = None
+    if cfg.environment is not None:  # tools and turns: grpo eval's rollouts, training's settings
+        multi_turn = (cfg, stage, prepared.device)
+        if cfg.heldout.max_completion_length:
+            args = copy.copy(stage.args)
+            args.max_completion_length = cfg.heldout.max_completion_length
+            multi_turn = (cfg, dataclasses.replace(stage, args=args), prepared.device)
+    return HeldoutCallback(rows, reward, sampling, every(cfg.heldout.every, stage.args.max_steps), offset,
+                           multi_turn=multi_turn)
 
 
 __all__ = ["HeldoutCallback", "heldout_rows", "callback", "accuracy", "full_marks", "every", "METRIC"]
