@@ -20,7 +20,16 @@ def hang(completions, **kwargs):
 
 def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "slow.py").write_text(HANG)
+    calls = tmp_path / "calls.log"  # each call of hang writes "start", and "end" when its sleep is over
+    (tmp_path / "slow.py").write_text(HANG.replace("    time.sleep(3600)\n", f"""\
+    with open({str(calls)!r}, "a") as log:
+        log.write(f"start {{time.monotonic()}}\\n")
+    try:
+        time.sleep(3600)
+    finally:
+        with open({str(calls)!r}, "a") as log:
+            log.write(f"end {{time.monotonic()}}\\n")
+"""))
     args = ("--rewards", "test.digits", "slow.py:hang:0.5", "--health.reward_time_limit", "1",
             "--health.max_reward_errors", "1.0", "--health.max_reward_timeouts", "10")
     code, out, err = grpo(TINY, "--dry-run", *args)
@@ -37,7 +46,11 @@ def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo,
     assert [r["rewards/hang/timeouts"] for r in steps] == [4.0, 4.0]
     assert [r["rewards/hang/errors"] for r in steps] == [0.0, 0.0]
     assert all(r["rewards/hang/seconds"] >= 1.0 for r in steps)
-    assert not [t for t in threading.enumerate() if t.name == "grpo-reward-call"]  # nothing left running
+    # nothing left running: every call's sleep was interrupted at its 1 s limit, in the call (its
+    # finally ran), not abandoned. 4 calls: each run's parameter check before the model loads, 2 steps
+    log = [line.split() for line in calls.read_text().splitlines()]
+    assert [event for event, _ in log] == ["start", "end"] * 4
+    assert all(1.0 <= float(end) - float(start) < 5.0 for (_, start), (_, end) in zip(log[::2], log[1::2]))
 
 
 def test_a_reward_that_always_hangs_stops_the_run_after_three_timeouts_in_a_row(grpo, tmp_path, monkeypatch):
