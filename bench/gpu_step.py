@@ -95,8 +95,8 @@ def report(clock):
 """
 
 GRPO = COMMON + """\
-from grpo_core import train as train_mod
-from grpo_core.config import load_config
+from grpo_core.run import train as train_mod
+from grpo_core.config.load import load_config
 clock = Clock()
 cfg = load_config(sys.argv[1], sys.argv[2:])
 # check=False: the length rewards of a speed benchmark are no answer check (grpo check fails them)

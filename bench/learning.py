@@ -82,7 +82,7 @@ import yaml
 from peft import LoraConfig
 from trl import GRPOConfig, GRPOTrainer
 import grpo_core
-from grpo_core.models import load
+from grpo_core.config.models import load
 
 cfg = yaml.safe_load(open(sys.argv[3]))
 seed, max_steps = int(sys.argv[4]), int(sys.argv[5])
@@ -109,8 +109,8 @@ report({"wall": time.time() - t0})
 '''
 
 GRPO = DRIVER + r'''
-from grpo_core.config import load_config
-from grpo_core.train import run
+from grpo_core.config.load import load_config
+from grpo_core.run.train import run
 
 overrides = sys.argv[3:]
 t0 = time.time()

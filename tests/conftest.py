@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 @pytest.fixture
 def plugin_manager():
     """A clean plugin manager (default plugins only), reset again afterwards."""
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     plugins.reset()
     try:
@@ -33,7 +33,7 @@ def plugin_manager():
 @pytest.fixture
 def register_plugin(plugin_manager):
     """``register_plugin(module_or_object, name=None)``: register in process, undone after."""
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     plugins.load_plugins()
 
@@ -59,7 +59,7 @@ def use_installed(monkeypatch, dists: str):
     skipped if one is not installed); a generator fixture's body: reset afterwards."""
     from importlib.metadata import PackageNotFoundError, distribution
 
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     for dist in dists.split(","):
         try:

@@ -30,9 +30,9 @@ def write_config(tmp_path: Path, rows: list[dict], rewards: list, **dataset) -> 
 @pytest.fixture
 def no_model(installed_plugins, monkeypatch):
     """Our plugins as installed; loading a model fails the test."""
-    import grpo_core.models
+    import grpo_core.config.models
 
-    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    monkeypatch.setattr(grpo_core.config.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
 
 
 def test_a_gold_column_the_reward_cannot_read_fails_with_its_rows_named(tmp_path, capsys, no_model):

@@ -46,9 +46,9 @@ def check(tmp_path: Path, cfg: Path) -> tuple[int, dict]:
 
 @pytest.fixture
 def no_model(installed_plugins, monkeypatch):
-    import grpo_core.models
+    import grpo_core.config.models
 
-    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    monkeypatch.setattr(grpo_core.config.models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
 
 
 def test_a_containment_reward_of_ones_own_fails_naming_it_and_the_hedges(tmp_path, capsys, no_model):
@@ -120,13 +120,13 @@ def test_format_and_length_rewards_pay_hedges_like_the_gold_and_pass(tmp_path, c
 
 
 def test_the_same_shape_wrong_answer():
-    from grpo_core.checks import shifted
+    from grpo_core.checks.checks import shifted
 
     assert [shifted(g) for g in ("9", "Paris", "x-1.5", "Zz 09", "+")] == ["0", "Qbsjt", "y-2.6", "Aa 10", "+"]
 
 
 def test_what_a_reward_declares_about_reading_answers():
-    from grpo_core.checks import declared_reads_answers
+    from grpo_core.checks.checks import declared_reads_answers
 
     def own(completions, **kwargs):
         return [0.0 for _ in completions]

@@ -15,8 +15,8 @@ RIGHT = {"repeated_blocks": 1.0, "overlong": 1.0, "wrong_format": 0.0}
 @pytest.mark.parametrize("name", ["mbpp", "humaneval"])
 def test_gold_passes_and_no_probe_without_the_right_code_scores(load, write, tmp_path, name):
     import grpo_core
-    from grpo_core.checks import check_stage
-    from grpo_core.data import build_prompts, resolve_system_prompt
+    from grpo_core.checks.checks import check_stage
+    from grpo_core.data.datasets import build_prompts, resolve_system_prompt
 
     root = (mbpp_dir if name == "mbpp" else humaneval_dir)(write, tmp_path / name)
     ds = build_prompts(load(name, path=str(root)), "code")
@@ -48,8 +48,8 @@ def _openr1_rows(answer: bool):
 
 def test_stdin_stdout_rows_without_a_gold_are_not_self_tested_and_with_one_pass(code_plugin):
     import grpo_core
-    from grpo_core.checks import check_stage
-    from grpo_core.data import build_prompts, resolve_system_prompt
+    from grpo_core.checks.checks import check_stage
+    from grpo_core.data.datasets import build_prompts, resolve_system_prompt
 
     funcs, weights = grpo_core.compose_rewards(["code.tests"])
     template = resolve_system_prompt("code")[1]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import yaml
 
 from grpo_core.commands.eval import eval_sampling
-from grpo_core.config import load_config
-from grpo_core.prepare import build_datasets, plan, prepare
+from grpo_core.config.load import load_config
+from grpo_core.run.prepare import build_datasets, plan, prepare
 
 
 def test_eval_prompts_and_sampling_equal_trainings(installed_plugins, tmp_path, monkeypatch):

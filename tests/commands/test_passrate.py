@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import grpo_core
-from grpo_core import passrate
+from grpo_core.data import passrate
 from grpo_core.cli import main
 
 

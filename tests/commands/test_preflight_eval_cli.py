@@ -56,9 +56,9 @@ def write_config(tmp_path, model, rewards, **extra):
 
 
 def test_preflight_runs_grpo_check_first_and_stops_before_the_model(toy, tiny_model, tmp_path, capsys, monkeypatch):
-    import grpo_core.models
+    import grpo_core.config.models
 
-    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(grpo_core.config.models, "load", lambda *a, **k: pytest.fail("model loaded"))
     cfg = write_config(tmp_path, tiny_model, ["toy.chars"])  # pays length: the overlong probe wins
     assert main(["preflight", str(cfg), "--prompts", "2"]) == 2
     captured = capsys.readouterr()

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from grpo_core import rollout_log
+from grpo_core.run import rollout_log
 from grpo_core.cli import main
 
 
@@ -93,8 +93,8 @@ def test_score_input_rescores_the_log_per_step_with_groups_from_the_log(planted,
 
 
 def test_the_manifest_says_when_a_local_rewards_source_changed(tmp_path, installed_plugins, capsys, monkeypatch):
-    from grpo_core import manifest
-    from grpo_core.config import load_config
+    from grpo_core.checks import manifest
+    from grpo_core.config.load import load_config
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_text("def short(completions, **kwargs):\n    return [1.0 for _ in completions]\n")

@@ -165,7 +165,7 @@ def fake_acme(tmp_path, monkeypatch, plugin_manager):
 
 
 def test_contract_passes_for_an_installed_plugin_loaded_by_entry_point(fake_acme, plugin_manager):
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     class TestInstalled(RewardContract):  # what the guide and `grpo plugin new` write
         reward = "fakeacme.brevity"

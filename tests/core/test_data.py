@@ -8,7 +8,7 @@ import pytest
 
 import grpo_core
 from grpo_core import hookimpl
-from grpo_core.data import build_prompt, build_prompts, check_columns, resolve_system_prompt
+from grpo_core.data.datasets import build_prompt, build_prompts, check_columns, resolve_system_prompt
 from grpo_core.errors import GrpoError, MissingColumnError, RewardParamError, UnknownNameError
 
 
@@ -61,7 +61,7 @@ def test_unknown_dataset_suggests_names(toy):
 
 
 def test_unknown_builtin_dataset_says_what_to_install(plugin_manager, monkeypatch):
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     monkeypatch.setattr(plugins, "is_installed", lambda dist: False)
     with pytest.raises(UnknownNameError, match="pip install ./packages/grpo-datasets from a grpo checkout"):
@@ -69,7 +69,7 @@ def test_unknown_builtin_dataset_says_what_to_install(plugin_manager, monkeypatc
 
 
 def test_an_installed_builtin_left_out_of_grpo_plugins_is_not_sent_to_pip(plugin_manager, monkeypatch):
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     monkeypatch.setattr(plugins, "is_installed", lambda dist: dist == "grpo-datasets")
     monkeypatch.setenv("GRPO_PLUGINS", "")  # as in the tests: nothing allowed
@@ -163,7 +163,7 @@ def test_text_reward_decorator_gives_strings_and_keeps_picklability():
 
 
 def test_few_shot_template_falls_back_when_a_field_is_missing(toy):
-    from grpo_core.data import _example_answer
+    from grpo_core.data.datasets import _example_answer
 
     templates = ["<think>{rationale}</think><answer>{answer}</answer>", "<answer>{answer}</answer>"]
     assert _example_answer({"question": "q", "answer": "4", "rationale": "2+2"}, templates) == \

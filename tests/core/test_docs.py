@@ -42,7 +42,7 @@ def test_guide_code_is_the_example_plugins_code():
 @pytest.mark.parametrize("name, fn", HOOKS, ids=[n for n, _ in HOOKS])
 def test_every_register_keyword_is_documented_in_the_hook_spec_and_the_guide(name, fn):
     """The hook spec is the contract: each keyword its ``register`` takes is written there."""
-    from grpo_core.registry import KEYWORDS
+    from grpo_core.plugin.registry import KEYWORDS
 
     assert name in KEYWORDS, f"registry.KEYWORDS has no entry for {name}"
     for keyword in ["description", *KEYWORDS[name]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grpo_core.errors import ConfigError
-from grpo_core.outputs import prepare
+from grpo_core.run.outputs import prepare
 
 
 def _prepare_many(rank: int, base: str, rounds: int, conn, failures) -> None:

@@ -22,7 +22,7 @@ def site(tmp_path):
 
 def _names(stdout: str) -> list[str]:
     """The plugins' names (the core's own model.classifier is always there)."""
-    return [r["name"] for r in json.loads(stdout) if r["plugin"] != "grpo_core.builtins"]
+    return [r["name"] for r in json.loads(stdout) if r["plugin"] != "grpo_core.data.builtins"]
 
 
 def test_installed_plugins_are_found_by_entry_point(site):

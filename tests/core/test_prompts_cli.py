@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grpo_core import hookimpl
-from grpo_core.builtins import PLAIN
+from grpo_core.data.builtins import PLAIN
 from grpo_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def test_list_json_carries_text_and_answer_templates(acme, capsys):
 def test_show_prints_the_text_and_the_answer_template(capsys):
     rc, out, _ = run(capsys, "prompts", "show", "plain")
     assert rc == 0
-    assert out.splitlines()[0] == "plain  (plugin 'grpo_core.builtins' (distribution grpo-core), version 0.1.0)"
+    assert out.splitlines()[0] == "plain  (plugin 'grpo_core.data.builtins' (distribution grpo-core), version 0.1.0)"
     assert f"Text:\n  {PLAIN}\n" in out
     assert out.rstrip().endswith("Answer template (a few-shot answer and `grpo check`'s gold completion):\n"
                                  "  Answer: {answer}")
@@ -105,7 +105,7 @@ def test_an_unknown_prompt_names_the_closest_and_the_command_that_lists_them(acm
 
 
 def test_a_config_naming_an_unknown_prompt_gets_the_same_message(acme):
-    from grpo_core.data import build_prompt, resolve_system_prompt
+    from grpo_core.data.datasets import build_prompt, resolve_system_prompt
     from grpo_core.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError) as info:

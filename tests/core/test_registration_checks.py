@@ -40,7 +40,7 @@ def test_correctness_is_declared_not_guessed_from_the_name(register_plugin, tmp_
 
 
 def test_a_list_as_the_dataset_name_is_a_clear_error(register_plugin):
-    from grpo_core.config import load_config
+    from grpo_core.config.load import load_config
 
     register_plugin(plugin(**{"acme.right": {}}), name="declaring")
     with pytest.raises(ConfigError, match="dataset.name must be one dataset's name, got \\['a', 'b'\\]"):
@@ -51,7 +51,7 @@ def test_a_list_as_the_dataset_name_is_a_clear_error(register_plugin):
 def test_report_to_a_missing_integration_fails_before_the_model():
     from types import SimpleNamespace
 
-    from grpo_core.grpo_args import check_integrations
+    from grpo_core.config.grpo_args import check_integrations
 
     with pytest.raises(ConfigError, match="report_to tensorboard needs the tensorboard package, which is not installed"):
         check_integrations(SimpleNamespace(report_to=["tensorboard"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.resume import compare
+from grpo_core.run.resume import compare
 
 SAVED = {"learning_rate": 1e30, "lr_scheduler_type": "linear", "warmup_steps": 0, "max_grad_norm": 1.0,
          "beta": 0.0, "max_steps": 10, "num_generations": 4, "per_device_train_batch_size": 8,

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from grpo_core.reward_policy import AsyncGuardedReward, GuardedReward, RewardStalled, Stalls
-from grpo_core.rewards import Reward
+from grpo_core.rewards.policy import AsyncGuardedReward, GuardedReward, RewardStalled, Stalls
+from grpo_core.rewards.reward import Reward
 
 
 def batch(g):

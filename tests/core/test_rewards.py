@@ -17,7 +17,7 @@ from grpo_core.errors import (
     SpecError,
     UnknownNameError,
 )
-from grpo_core.rewards import RewardSpec, parse_spec
+from grpo_core.rewards.reward import RewardSpec, parse_spec
 
 # Module-level so they pickle like a real plugin's rewards.
 
@@ -188,7 +188,7 @@ def test_unknown_reward_lists_closest_names(acme):
 
 
 def test_unknown_reward_from_a_known_plugin_says_what_to_install(plugin_manager, monkeypatch):
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     monkeypatch.setattr(plugins, "is_installed", lambda dist: False)
     with pytest.raises(UnknownNameError) as info:

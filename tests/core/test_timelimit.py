@@ -11,10 +11,10 @@ import time
 import pytest
 
 from grpo_core.errors import SpecError
-from grpo_core.reward_policy import GuardedReward
-from grpo_core.rewards import Reward
-from grpo_core.specs import parse_spec
-from grpo_core.timelimit import RewardTimeout, call_within
+from grpo_core.rewards.policy import GuardedReward
+from grpo_core.rewards.reward import Reward
+from grpo_core.rewards.specs import parse_spec
+from grpo_core.base.timelimit import RewardTimeout, call_within
 
 
 def test_a_sleeping_call_is_interrupted_and_its_finally_runs():
@@ -98,7 +98,7 @@ def test_native_code_that_never_returns_ends_the_process_naming_where_it_was(tmp
     script = tmp_path / "stuck.py"
     script.write_text(
         "import re\n"
-        "from grpo_core.timelimit import call_within\n"
+        "from grpo_core.base.timelimit import call_within\n"
         "def backtracking_reward():\n"
         "    return re.match(r'(a+)+$', 'a' * 40 + 'b')\n"
         "call_within(0.2, backtracking_reward, grace=0.3)\n"
@@ -150,7 +150,7 @@ def test_a_timed_out_batch_scores_none_is_counted_and_reported_once():
 
 
 def test_a_reward_that_always_hangs_stops_the_run_like_a_failing_one():
-    from grpo_core.reward_policy import RewardFailure
+    from grpo_core.rewards.policy import RewardFailure
 
     def hang(completions, **kwargs):
         time.sleep(3600)

@@ -70,7 +70,7 @@ def test_example_plugin_is_found_by_name_once_installed():
 
 
 def test_example_plugin_reward_trains_by_name(tiny_model, tmp_path, monkeypatch):
-    from grpo_core import plugins
+    from grpo_core.plugin import plugins
 
     monkeypatch.setenv("GRPO_PLUGINS", "grpo-acme")
     plugins.reset()

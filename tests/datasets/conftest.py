@@ -30,8 +30,8 @@ def reward_check(register_plugin):
     import grpo_core
     import grpo_rewards_format
     import grpo_rewards_math
-    from grpo_core.checks import check_stage
-    from grpo_core.data import build_prompts, resolve_system_prompt
+    from grpo_core.checks.checks import check_stage
+    from grpo_core.data.datasets import build_prompts, resolve_system_prompt
 
     register_plugin(grpo_rewards_math, name="math")
     register_plugin(grpo_rewards_format, name="format")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import grpo_core
-from grpo_core.params import bind_params
+from grpo_core.base.params import bind_params
 
 NAMES = ["arithmetic", "files", "gsm8k", "hub", "math", "medcalc"]
 
@@ -22,7 +22,7 @@ def test_registers_the_six_adapters(load):
     for entry in entries:
         assert entry.description
     others = {e.plugin for e in grpo_core.list_datasets()} - {"grpo_datasets"}
-    assert others <= {"grpo_core.builtins"}, others
+    assert others <= {"grpo_core.data.builtins"}, others
 
 
 def test_every_parameter_has_a_default_and_a_checkable_type(load):

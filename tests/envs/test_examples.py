@@ -18,7 +18,7 @@ def installed(monkeypatch):
 
 
 def test_the_python_tool_example(installed):
-    from grpo_core.config import load_config
+    from grpo_core.config.load import load_config
 
     cfg = load_config(EXAMPLES / "python-tool.yaml")
     env = cfg.environment.routes[None]
@@ -27,8 +27,8 @@ def test_the_python_tool_example(installed):
 
 
 def test_the_guess_number_example_trains_on_its_own_reward(installed):
-    from grpo_core.config import load_config
-    from grpo_core.prepare import build_datasets, plan
+    from grpo_core.config.load import load_config
+    from grpo_core.run.prepare import build_datasets, plan
 
     cfg = load_config(EXAMPLES / "guess-number.yaml")
     train, held = build_datasets(cfg)

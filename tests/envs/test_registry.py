@@ -12,7 +12,7 @@ import types
 import pytest
 
 import grpo_core
-from grpo_core import plugins
+from grpo_core.plugin import plugins
 
 
 class Dice:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_core import plugins
+from grpo_core.plugin import plugins
 from grpo_core.testing import scripted_policy
 
 from ..core.fakedist import make_dist, run_grpo

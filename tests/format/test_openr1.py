@@ -1,5 +1,5 @@
 """open-r1's format, tag_count, reasoning_steps, repetition_penalty and soft_overlong_punishment,
-resolved through grpo_core.openr1_rewards as a recipe names them: the values open-r1's own
+resolved through grpo_core.rewards.openr1_rewards as a recipe names them: the values open-r1's own
 tests assert (tests/test_rewards.py at 1416fa0), and more worked out by hand."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import grpo_rewards_format
 from grpo_core.contract import RewardContract
-from grpo_core.openr1_rewards import OPENR1_REWARDS
+from grpo_core.rewards.openr1_rewards import OPENR1_REWARDS
 
 from .shapes import chat
 
@@ -44,7 +44,7 @@ def test_table_covers_the_rewards_recipes_name_and_loads_no_plugin():
     assert set(OPENR1_REWARDS) == set(FORMAT_SIDE) | {"accuracy", "cosine", "length", "code", "binary_code",
                                                       "code_format"}
     code = (
-        "import sys, grpo_core.openr1_rewards\n"
+        "import sys, grpo_core.rewards.openr1_rewards\n"
         "loaded = [m for m in ('torch', 'trl', 'grpo_rewards_math', 'grpo_rewards_format') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

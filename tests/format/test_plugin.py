@@ -137,7 +137,7 @@ def test_bound_rewards_pickle(reward, name):
 
 def test_xml_system_prompt_is_registered(register_plugin):
     from grpo_core import list_system_prompts
-    from grpo_core.data import resolve_system_prompt
+    from grpo_core.data.datasets import resolve_system_prompt
 
     register_plugin(grpo_rewards_format)
     entries = {e.name: e for e in list_system_prompts()}
@@ -150,7 +150,7 @@ def test_xml_system_prompt_is_registered(register_plugin):
 def test_xml_few_shot_turns_score_full_marks(reward):
     """The prompt and the rewards agree: a few-shot turn built from the template is perfect."""
     from grpo_core import build_prompt
-    from grpo_core.data import resolve_system_prompt
+    from grpo_core.data.datasets import resolve_system_prompt
 
     text, template = resolve_system_prompt("xml")
     example = {"question": "2+2?", "rationale": "Two plus two makes four, so 4.", "answer": "4"}
@@ -219,7 +219,7 @@ def test_every_reward_passes_the_core_contract_suite(reward):
 
 def test_xml_few_shot_without_rationale_still_scores_full_marks(register_plugin):
     import grpo_rewards_format
-    from grpo_core.data import build_prompt, resolve_system_prompt
+    from grpo_core.data.datasets import build_prompt, resolve_system_prompt
 
     register_plugin(grpo_rewards_format)
     text, template = resolve_system_prompt("xml")

@@ -1,4 +1,4 @@
-"""open-r1's accuracy, cosine and length rewards, resolved through grpo_core.openr1_rewards as a
+"""open-r1's accuracy, cosine and length rewards, resolved through grpo_core.rewards.openr1_rewards as a
 recipe names them: the values open-r1's own tests assert (tests/test_rewards.py at 1416fa0),
 worked out by hand, and where ours differ on purpose."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import grpo_rewards_math
 from grpo_core.contract import RewardContract
-from grpo_core.openr1_rewards import OPENR1_REWARDS
+from grpo_core.rewards.openr1_rewards import OPENR1_REWARDS
 
 MATH_SIDE = ["accuracy", "cosine", "length"]
 RIGHT = r"\boxed{\frac{63}{400}}"  # 22 characters

@@ -115,10 +115,10 @@ def grpo(toy_plugin, tiny_model, tmp_path, capsys):
 @pytest.fixture
 def train(toy_plugin, tiny_model, tmp_path):
     """``train(*overrides, config=TINY, callbacks=(), resume=False, check=True, out=None)``
-    -> (TrainResult, logged lines): ``grpo_core.train.run`` in-process with the tiny model,
+    -> (TrainResult, logged lines): ``grpo_core.run.train.run`` in-process with the tiny model,
     for tests that watch the trainer from callbacks (the CLI takes none)."""
-    from grpo_core.config import load_config
-    from grpo_core.train import run
+    from grpo_core.config.load import load_config
+    from grpo_core.run.train import run
 
     def go(*overrides, config: Path = TINY, callbacks=(), resume=False, check=True, out: Path | None = None):
         argv = [*map(str, overrides), "--model.id", str(tiny_model), "--output_dir", str(out or tmp_path / "out")]

@@ -9,9 +9,9 @@ import math
 import pytest
 from transformers import TrainerCallback
 
-from grpo_core import callbacks
-from grpo_core.callbacks import summary_line
-from grpo_core.config import AdaptiveSection, HealthSection
+from grpo_core.run import callbacks
+from grpo_core.run.callbacks import summary_line
+from grpo_core.config.load import AdaptiveSection, HealthSection
 
 from .conftest import TINY
 
@@ -164,7 +164,7 @@ def test_summary_line():
 
 
 def test_plot_draws_rewards_std_bands_and_stage_boundaries(tmp_path):
-    from grpo_core.plotting import plot_rewards
+    from grpo_core.run.plotting import plot_rewards
 
     rows = []
     for step in range(1, 7):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.config import load_config
-from grpo_core.grpo_args import training_args
+from grpo_core.config.load import load_config
+from grpo_core.config.grpo_args import training_args
 
 from .conftest import TINY
 
@@ -14,13 +14,13 @@ from .conftest import TINY
 @pytest.fixture
 def no_model(monkeypatch):
     """Fail loudly if anything tries to load a model."""
-    import grpo_core.models
+    import grpo_core.config.models
 
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the config was checked")
 
-    monkeypatch.setattr(grpo_core.models, "load", boom)
-    monkeypatch.setattr(grpo_core.models, "resolve", boom)
+    monkeypatch.setattr(grpo_core.config.models, "load", boom)
+    monkeypatch.setattr(grpo_core.config.models, "resolve", boom)
 
 
 def args_for(tmp_path, text: str = "", *cli: str):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from grpo_core.config import load_config
+from grpo_core.config.load import load_config
 from grpo_core.errors import ConfigError, GrpoError, SpecError, UnknownNameError
-from grpo_core.problems import ConfigProblems
+from grpo_core.base.problems import ConfigProblems
 
 from .conftest import TINY
 
@@ -125,7 +125,7 @@ def test_removed_settings_with_a_plain_intent_are_read_as_what_replaced_them(toy
 
 
 def test_the_translation_reaches_trls_arguments_and_the_command_line(toy_plugin, tmp_path):
-    from grpo_core.grpo_args import training_args
+    from grpo_core.config.grpo_args import training_args
 
     cfg = load_config(None, ["--warmup_ratio", "0.2"], data=tiny(max_prompt_length=9))
     assert cfg.cli == {"warmup_steps": 0.2}  # typed as warmup_steps takes it

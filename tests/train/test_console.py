@@ -3,7 +3,7 @@ ETA, the reward that slows the step; no library warnings or progress bars."""
 
 from __future__ import annotations
 
-from grpo_core.callbacks import clock_text, summary_line
+from grpo_core.run.callbacks import clock_text, summary_line
 
 
 def test_the_step_line_names_a_reward_that_took_over_a_quarter_of_the_step():

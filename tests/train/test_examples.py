@@ -10,8 +10,8 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.mark.parametrize("name, steps", [("quickstart.yaml", [14]), ("two-stage.yaml", [10, 10])])
 def test_cpu_examples_pass_the_dry_run(installed_plugins, name, steps, monkeypatch):
-    from grpo_core.config import load_config
-    from grpo_core.prepare import build_datasets, lora_config, plan
+    from grpo_core.config.load import load_config
+    from grpo_core.run.prepare import build_datasets, lora_config, plan
 
     cfg = load_config(EXAMPLES / name)
     train_ds, _ = build_datasets(cfg)
@@ -23,7 +23,7 @@ def test_cpu_examples_pass_the_dry_run(installed_plugins, name, steps, monkeypat
 
 
 def test_quickstart_rewards(installed_plugins):
-    from grpo_core.config import load_config
+    from grpo_core.config.load import load_config
 
     cfg = load_config(EXAMPLES / "quickstart.yaml")
     assert [str(s) for s in cfg.stages[0].rewards] == ["math.correctness(fallback_last_number=True):1",
@@ -33,8 +33,8 @@ def test_quickstart_rewards(installed_plugins):
 
 
 def test_gsm8k_example_config_is_valid(installed_plugins):
-    from grpo_core.config import load_config
-    from grpo_core.grpo_args import training_args
+    from grpo_core.config.load import load_config
+    from grpo_core.config.grpo_args import training_args
 
     cfg = load_config(EXAMPLES / "gsm8k.yaml")
     args = training_args(cfg, cfg.stages[0], device="cuda")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grpo_core.config import load_config
-from grpo_core.generation import enable_fast_generation, generate, load_policy
+from grpo_core.config.load import load_config
+from grpo_core.run.generation import enable_fast_generation, generate, load_policy
 
 from .conftest import TINY
 
@@ -53,8 +53,8 @@ def test_enable_fast_generation_sets_a_static_cache_and_compiles():
      ("auto", "cuda", ["--cache_implementation", "static"], True)],
 )
 def test_fast_generation_setting(toy_plugin, tiny_model, setting, device, extra, expected):
-    from grpo_core.grpo_args import training_args
-    from grpo_core.prepare import fast_generation
+    from grpo_core.config.grpo_args import training_args
+    from grpo_core.run.prepare import fast_generation
 
     cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.fast_generation", setting, *extra])
     args = training_args(cfg, cfg.stages[0], device="cpu")
@@ -62,7 +62,7 @@ def test_fast_generation_setting(toy_plugin, tiny_model, setting, device, extra,
 
 
 def test_the_trainer_samples_with_a_static_cache_sized_by_prompt_bucket(toy_plugin, tiny_model, tmp_path, monkeypatch):
-    from grpo_core import train
+    from grpo_core.run import train
 
     made = []
     real = train._make_trainer

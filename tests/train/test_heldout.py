@@ -9,8 +9,8 @@ import types
 import pytest
 
 import grpo_core
-from grpo_core.callbacks import HealthCallback
-from grpo_core.config import HealthSection
+from grpo_core.run.callbacks import HealthCallback
+from grpo_core.config.load import HealthSection
 
 from .conftest import TINY
 
@@ -93,7 +93,7 @@ def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_corr
 def test_accuracy_is_the_share_of_full_marks_among_the_scored(scores, top, expected):
     import math
 
-    from grpo_core.heldout import accuracy
+    from grpo_core.run.heldout import accuracy
 
     value = accuracy(scores, top)
     assert math.isnan(value) if expected is None else value == expected
@@ -140,7 +140,7 @@ def test_on_divergence_stop_ends_the_run_with_a_checkpoint(grpo, digit_correctne
                                                             monkeypatch):
     """Scripted: held-out accuracy falls 0.9, 0.8, 0.7, ... while the training reward (a reward that
     pays more each step) rises."""
-    from grpo_core import heldout
+    from grpo_core.run import heldout
 
     falling = iter([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
     monkeypatch.setattr(heldout.HeldoutCallback, "measure", lambda self: next(falling))

@@ -62,8 +62,8 @@ def training_prompts(tiny_model) -> list[list[int]]:
     """The token ids of the toy dataset's prompts as TRL renders them (chat template)."""
     from transformers import AutoTokenizer
 
-    from grpo_core.config import load_config
-    from grpo_core.train import build_datasets
+    from grpo_core.config.load import load_config
+    from grpo_core.run.train import build_datasets
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     train_ds, _ = build_datasets(load_config(TINY, ["--model.id", str(tiny_model)]))

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from grpo_core import models
+from grpo_core.config import models
 from grpo_core.errors import GrpoError
 
 

@@ -11,7 +11,7 @@ import os
 import pytest
 import yaml
 
-from grpo_core.config import load_config
+from grpo_core.config.load import load_config
 from grpo_core.errors import ConfigError, GrpoError
 
 from .test_train_cli import step_records
@@ -161,7 +161,7 @@ def test_the_math_recipe_runs_as_it_is(grpo, r1_dir, tiny_model):
 
 
 def test_the_math_recipe_prompts_and_gold_answers_are_open_r1s(r1_dir, tiny_model):
-    from grpo_core.prepare import build_datasets
+    from grpo_core.run.prepare import build_datasets
 
     cfg = load_config(recipe(r1_dir, tiny_model, MATH, "config_demo.yaml"))
     train, _ = build_datasets(cfg)
@@ -179,7 +179,7 @@ def test_the_distilled_model_recipe_trains_with_its_chat_template(grpo, r1_dir, 
     assert (r1_dir / "out" / "model" / "chat_template.jinja").read_text() == DISTILL_TEMPLATE
     assert len(steps) == 2
     # grpo eval samples the base model with the recipe's template too, not the model's own
-    from grpo_core import generation
+    from grpo_core.run import generation
     from grpo_core.cli import main
 
     seen, real = [], generation.generate

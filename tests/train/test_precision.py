@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from grpo_core.errors import ConfigError
-from grpo_core.precision import Precision, choose, normalize_dtype, sampling_autocast
+from grpo_core.config.precision import Precision, choose, normalize_dtype, sampling_autocast
 
 from .conftest import TINY
 

@@ -11,8 +11,8 @@ import types
 import pytest
 
 import grpo_core
-from grpo_core.reward_policy import AsyncGuardedReward, GuardedReward, RewardFailure
-from grpo_core.rewards import Reward
+from grpo_core.rewards.policy import AsyncGuardedReward, GuardedReward, RewardFailure
+from grpo_core.rewards.reward import Reward
 
 from .conftest import TINY
 

@@ -191,9 +191,9 @@ def test_eval_split_is_evaluated(grpo, tmp_path):
 
 
 def test_dry_run_checks_without_loading_a_model(grpo, tmp_path, monkeypatch):
-    import grpo_core.models
+    import grpo_core.config.models
 
-    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(grpo_core.config.models, "load", lambda *a, **k: pytest.fail("model loaded"))
     code, out, err = grpo(TINY, "--dry-run")
     assert code == 0, err
     assert "stage 'main': 2 steps" in out and "test.short:0.5" in out
@@ -239,12 +239,12 @@ def test_third_party_example_reward_composes_by_name_in_training(grpo, register_
 def test_a_hedge_paying_reward_stops_training_before_the_model(grpo, tmp_path, monkeypatch):
     """test.exact pays any completion that contains the gold, so '7 or 8' earns the
     full 1.0 a right answer earns: grpo check fails it, and nothing is loaded or moved."""
-    import grpo_core.models
+    import grpo_core.config.models
 
     out = tmp_path / "out"
     out.mkdir()
     (out / "metrics.jsonl").write_text("{}\n")  # an earlier run that must stay where it is
-    monkeypatch.setattr(grpo_core.models, "load", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(grpo_core.config.models, "load", lambda *a, **k: pytest.fail("model loaded"))
     code, stdout, err = grpo(TINY, "--rewards", "test.exact")
     assert code == 2
     assert "grpo check failed" in err and "--no-check" in err

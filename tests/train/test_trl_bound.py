@@ -1,5 +1,5 @@
 """grpo relies on a few private names of TRL and transformers, all in
-grpo_core.trainer: each must exist in the installed TRL, and a TRL outside the
+grpo_core.run.trainer: each must exist in the installed TRL, and a TRL outside the
 versions tested is a clear error at start-up. Fast generation falls back."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from importlib.metadata import version
 
 import pytest
 
-from grpo_core.config import load_config
+from grpo_core.config.load import load_config
 
 from .conftest import TINY
 
@@ -22,7 +22,7 @@ def test_every_private_name_grpo_uses_exists_in_the_installed_trl():
     import trl.trainer.grpo_trainer
     from trl import GRPOTrainer
 
-    from grpo_core.trainer import PRIVATE
+    from grpo_core.run.trainer import PRIVATE
 
     source = inspect.getsource(trl.trainer.grpo_trainer) + inspect.getsource(transformers.trainer)
     missing = [name for name in PRIVATE if not hasattr(GRPOTrainer, name) and f"self.{name} =" not in source]
@@ -30,7 +30,7 @@ def test_every_private_name_grpo_uses_exists_in_the_installed_trl():
 
 
 def test_the_check_would_name_a_missing_one(monkeypatch):
-    from grpo_core import trainer
+    from grpo_core.run import trainer
 
     monkeypatch.setattr(trainer, "PRIVATE", (*trainer.PRIVATE, "_renamed_in_the_next_trl"))
     with pytest.raises(AssertionError, match=r"TRL 1\.16\.\d+ / transformers .* lack \['_renamed_in_the_next_trl'\]"):
@@ -43,7 +43,7 @@ def test_a_trl_outside_the_tested_versions_is_a_clear_error(monkeypatch, install
     import importlib.metadata
 
     from grpo_core.errors import ConfigError
-    from grpo_core.prepare import check_versions
+    from grpo_core.run.prepare import check_versions
 
     real = importlib.metadata.version
     monkeypatch.setattr(importlib.metadata, "version", lambda d: installed if d == "trl" else real(d))
@@ -58,7 +58,9 @@ def test_a_trl_outside_the_tested_versions_is_a_clear_error(monkeypatch, install
 def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plugin, tiny_model, tmp_path,
                                                                       monkeypatch):
     """Forced: the compiled decoder gets a backend torch does not have."""
-    from grpo_core import generation, train, trainer
+    from grpo_core.run import generation
+    from grpo_core.run import train
+    from grpo_core.run import trainer
 
     real = generation.enable_fast_generation
     monkeypatch.setattr(trainer, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
@@ -75,7 +77,7 @@ def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plug
 
 
 def test_preflight_and_eval_sampling_fall_back_too(tiny_model, capsys):
-    from grpo_core.generation import generate, load_policy
+    from grpo_core.run.generation import generate, load_policy
 
     model, tok = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
     prompts = [[{"role": "user", "content": "What is 2 + 2?"}]]

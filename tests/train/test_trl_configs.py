@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import yaml
 
-from grpo_core.config import load_config
+from grpo_core.config.load import load_config
 from grpo_core.errors import ConfigError
 
 from .test_train_cli import step_records

@@ -6,9 +6,9 @@ command or function needs them.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from grpo_core.base.version import __version__
 
-from .data import (
+from grpo_core.data.datasets import (
     build_prompt,
     build_prompts,
     check_columns,
@@ -16,7 +16,7 @@ from .data import (
     list_system_prompts,
     load_dataset,
 )
-from .errors import (
+from grpo_core.base.errors import (
     DuplicateNameError,
     GrpoError,
     MissingColumnError,
@@ -26,9 +26,9 @@ from .errors import (
     SpecError,
     UnknownNameError,
 )
-from .hookspecs import hookimpl
-from .rewards import Reward, RewardSpec, compose_rewards, get_reward, list_rewards, parse_spec
-from .text import completion_text, text_reward
+from grpo_core.hookspecs import hookimpl
+from grpo_core.rewards.reward import Reward, RewardSpec, compose_rewards, get_reward, list_rewards, parse_spec
+from grpo_core.base.text import completion_text, text_reward
 
 __all__ = [
     "__version__",
@@ -64,7 +64,7 @@ def __getattr__(name: str):
     """``list_environments`` and ``get_environment``, imported when first used (the
     environments module costs a listing command's start-up otherwise)."""
     if name in ("list_environments", "get_environment"):
-        from . import environments
+        from grpo_core.rewards import environments
 
         return getattr(environments, name)
     raise AttributeError(f"module 'grpo_core' has no attribute {name!r}")

@@ -9,8 +9,8 @@ import importlib
 import sys
 import warnings
 
-from . import __version__
-from .errors import GrpoError, PluginWarning
+from grpo_core.base.version import __version__
+from grpo_core.base.errors import GrpoError, PluginWarning
 
 COMMANDS = (
     "plugins",
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         print("Interrupted.", file=sys.stderr)
         return 130
     except (OSError, RuntimeError) as exc:
-        from .errors import describe_os_error
+        from grpo_core.base.errors import describe_os_error
 
         line = describe_os_error(exc)
         if line is None:

@@ -63,7 +63,7 @@ def register_probes(register: Callable[..., None]) -> None:
     ``register(name, build, *, description=None, right=False)``.
 
     :param register: call once per probe. ``build(row)`` gets a
-        :class:`grpo_core.checks.ProbeRow` (``row.gold``, ``row.wrong``,
+        :class:`grpo_core.checks.checks.ProbeRow` (``row.gold``, ``row.wrong``,
         ``row.question``, ``row.fill(answer, reasoning=None)``) and returns the
         adversarial completion text. ``right=True``: it carries the right answer,
         so only the weighted total may not exceed the gold completion's.

@@ -6,13 +6,13 @@ import json
 import sys
 from typing import Any
 
-from ..tables import number, table  # noqa: F401 - the commands' tables and numbers
+from grpo_core.base.tables import number, table  # noqa: F401 - the commands' tables and numbers
 
 
 def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:
     """``--key value`` / ``--key=value`` / ``--flag`` parameters, read as config
     overrides are (YAML values)."""
-    from ..config import flag_value, flag_values
+    from grpo_core.config.load import flag_value, flag_values
 
     return {key: flag_value(values) for key, values in flag_values(extra, command)}
 
@@ -31,7 +31,7 @@ def print_entries(entries: list, as_json: bool, empty_message: str) -> int:
     if entries:
         print(table([[e.name, e.distribution or "-", e.description] for e in entries],
                     ["name", "distribution", "description"]))
-    if all(e.plugin == "grpo_core.builtins" for e in entries):  # only the core's own
+    if all(e.plugin == "grpo_core.data.builtins" for e in entries):  # only the core's own
         print(("\n" if entries else "") + empty_message)
     return 0
 

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from ..data import list_datasets
+    from grpo_core.data.datasets import list_datasets
 
     return print_entries(list_datasets(), args.json,
                          "No datasets registered. Install a dataset plugin: pip install ./packages/grpo-datasets from a grpo checkout")
@@ -35,9 +35,9 @@ def run_list(args) -> int:
 def run_show(args) -> int:
     import datasets
 
-    from .. import registry
-    from ..data import build_prompts, load_dataset
-    from ..params import split_signature
+    from grpo_core.plugin import registry
+    from grpo_core.data.datasets import build_prompts, load_dataset
+    from grpo_core.base.params import split_signature
 
     datasets.disable_progress_bars()
     params = parse_key_values(args.extra, "grpo datasets show")

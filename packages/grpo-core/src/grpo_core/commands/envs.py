@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from ..environments import list_environments
+    from grpo_core.rewards.environments import list_environments
 
     return print_entries(list_environments(), args.json,
                          "No environments registered. Install one, e.g. pip install ./packages/grpo-rewards-code "
@@ -27,8 +27,8 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from .. import registry
-    from ..environments import EnvironmentSpec, resolve
+    from grpo_core.plugin import registry
+    from grpo_core.rewards.environments import EnvironmentSpec, resolve
     from .rewards import describe_parameters
 
     entry = registry.environments().get(args.name)

@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
 def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) -> dict:
     """``names``: the reward columns when they are more than ``funcs`` (an environment's
     get_reward comes after them)."""
-    from ..heldout import accuracy, full_marks
+    from grpo_core.run.heldout import accuracy, full_marks
 
     flat = [c for g in groups for c in g]
     out = {"n": len(flat), "reward_total": _mean(totals),
@@ -41,14 +41,14 @@ def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) 
         out[name] = _mean(values)
     acc = next((i for i, f in enumerate(funcs) if getattr(f, "correctness", False)), None)  # declared, not guessed
     fmt = next((i for i, n in enumerate(names) if n.startswith("format.")), None)
-    # the figure held-out accuracy logs while training (grpo_core.heldout): full marks of the declared range
+    # the figure held-out accuracy logs while training (grpo_core.run.heldout): full marks of the declared range
     out["accuracy"] = accuracy(per_reward[acc], full_marks(funcs[acc])) if acc is not None else None
     out["format_compliance"] = _share_full(per_reward[fmt]) if fmt is not None else None
     return out
 
 
 def _mean(values) -> float:
-    from ..scoring import RewardStats
+    from grpo_core.rewards.scoring import RewardStats
 
     stats = RewardStats("")
     stats.add(values)
@@ -62,9 +62,9 @@ def _share_full(values) -> float:
 
 
 def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
-    from ..errors import GrpoError
-    from ..generation import adapter_base, check_matches_base, is_adapter_dir
-    from ..models import resolve
+    from grpo_core.base.errors import GrpoError
+    from grpo_core.run.generation import adapter_base, check_matches_base, is_adapter_dir
+    from grpo_core.config.models import resolve
 
     if not checkpoint.is_dir():
         raise GrpoError(f"--checkpoint {checkpoint} is not a directory.")
@@ -87,8 +87,8 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
 
 
 def _say_manifest(checkpoint: Path, cfg) -> None:
-    """The run's rewards against the installed ones (grpo_core.manifest): say what differs."""
-    from .. import manifest
+    """The run's rewards against the installed ones (grpo_core.checks.manifest): say what differs."""
+    from grpo_core.checks import manifest
 
     root = manifest.run_dir_of(checkpoint)
     data = manifest.read(root) if root is not None else None
@@ -98,18 +98,18 @@ def _say_manifest(checkpoint: Path, cfg) -> None:
 
 def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
     """Training's sampling settings; greedy when one completion per prompt."""
-    from ..prepare import sampling_settings
+    from grpo_core.run.prepare import sampling_settings
 
     settings = sampling_settings(cfg, stage_args, device)
     return {**settings, "do_sample": samples > 1}
 
 
 def run(args) -> int:
-    from ..config import load_config
-    from ..errors import GrpoError
-    from ..generation import generate, load_policy
-    from ..prepare import prepare
-    from ..scoring import score_batch
+    from grpo_core.config.load import load_config
+    from grpo_core.base.errors import GrpoError
+    from grpo_core.run.generation import generate, load_policy
+    from grpo_core.run.prepare import prepare
+    from grpo_core.rewards.scoring import score_batch
 
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:
@@ -144,7 +144,7 @@ def run(args) -> int:
 def _multi_turn(cfg, stage, rows, model, tokenizer, device: str, samples: int) -> dict:
     """Environments and tools: training's rollouts (tool calls, results, turns), greedy
     for one sample; TRL's scores, environments' rewards included."""
-    from .. import rollouts
+    from grpo_core.run import rollouts
 
     done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, samples, greedy=samples == 1)
     out = _summary(stage.funcs, done.per_reward, done.totals, rollouts.as_groups(done), names=done.names)

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def _rows(args) -> list[dict]:
-    from ..errors import GrpoError
+    from grpo_core.base.errors import GrpoError
 
     if args.prompt:
         return [{"question": q} for q in args.prompt]
@@ -43,10 +43,10 @@ def _rows(args) -> list[dict]:
 
 
 def run(args) -> int:
-    from ..data import build_prompt, check_columns, resolve_system_prompt
-    from ..generation import generate, load_policy
-    from ..rewards import compose_rewards
-    from ..scoring import score_batch
+    from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
+    from grpo_core.run.generation import generate, load_policy
+    from grpo_core.rewards.reward import compose_rewards
+    from grpo_core.rewards.scoring import score_batch
 
     rows = _rows(args)
     funcs, weights = compose_rewards(args.rewards) if args.rewards else ([], [])
@@ -81,6 +81,6 @@ def run(args) -> int:
 
 
 def _fmt(v) -> str:
-    from ..tables import number
+    from grpo_core.base.tables import number
 
     return number(v, 3, missing="None")

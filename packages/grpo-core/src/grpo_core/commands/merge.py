@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
 
 
 def merge_adapter(adapter: Path, output: Path, base: str | None = None, dtype: str = "auto", log=print) -> Path:
-    from ..errors import GrpoError
-    from ..generation import is_adapter_dir, load_policy
+    from grpo_core.base.errors import GrpoError
+    from grpo_core.run.generation import is_adapter_dir, load_policy
 
     if not adapter.is_dir():
         raise GrpoError(f"{adapter} is not a directory; give the adapter directory of a grpo train run.")

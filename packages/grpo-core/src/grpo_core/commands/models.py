@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from ..models import ALIASES, alias_path, cache_dir, cached
+    from grpo_core.config.models import ALIASES, alias_path, cache_dir, cached
 
     entries = cached()
     if args.json:
@@ -39,14 +39,14 @@ def run_list(args) -> int:
 
 
 def run_pull(args) -> int:
-    from ..models import ALIASES, convert_gguf, pull, resolve
+    from grpo_core.config.models import ALIASES, convert_gguf, pull, resolve
 
     if args.name in ALIASES:
         path = pull(args.name, force=args.force)
     elif args.force and args.name.lower().endswith(".gguf"):
         from pathlib import Path
 
-        from ..models import _gguf_cache_path
+        from grpo_core.config.models import _gguf_cache_path
 
         path = convert_gguf(args.name, _gguf_cache_path(Path(args.name)))
     else:

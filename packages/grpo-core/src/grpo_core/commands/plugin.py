@@ -1,4 +1,4 @@
-"""`grpo plugin new NAME`: write a ready plugin package (see ``grpo_core.scaffold``)."""
+"""`grpo plugin new NAME`: write a ready plugin package (see ``grpo_core.authoring.scaffold``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 
 
 def run_new(args) -> int:
-    from ..scaffold import create
+    from grpo_core.authoring.scaffold import create
 
     names, root, written = create(args.name, args.dir)
     print(f"Created {root}/: distribution {names.distribution}, module {names.package}, "

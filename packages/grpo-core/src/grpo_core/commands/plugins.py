@@ -12,7 +12,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from .. import plugins
+    from grpo_core.plugin import plugins
 
     loaded = plugins.loaded_plugins()
     if not args.all:

@@ -32,7 +32,7 @@ def as_dict(entry) -> dict:
 
 
 def run_list(args) -> int:
-    from ..data import list_system_prompts
+    from grpo_core.data.datasets import list_system_prompts
 
     entries = list_system_prompts()
     if args.json:
@@ -46,7 +46,7 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from ..data import system_prompt_entry
+    from grpo_core.data.datasets import system_prompt_entry
 
     entry = system_prompt_entry(args.name)
     if args.json:

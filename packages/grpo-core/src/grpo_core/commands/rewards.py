@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from ..rewards import list_rewards
+    from grpo_core.rewards.reward import list_rewards
 
     return print_entries(list_rewards(), args.json,
                          "No rewards registered by a plugin. Install a reward plugin, e.g. pip install ./packages/grpo-rewards-format "
@@ -35,7 +35,7 @@ def run_list(args) -> int:
 
 
 def describe_parameters(func) -> tuple[list[str], list[str]]:
-    from ..params import split_signature
+    from grpo_core.base.params import split_signature
 
     params, required, _ = split_signature(func)
     lines = []
@@ -47,7 +47,7 @@ def describe_parameters(func) -> tuple[list[str], list[str]]:
 
 
 def run_show(args) -> int:
-    from .. import registry
+    from grpo_core.plugin import registry
 
     entry = registry.rewards().get(args.name)
     params, columns = describe_parameters(entry.obj)
@@ -64,7 +64,7 @@ def run_show(args) -> int:
 
 
 def run_check(args) -> int:
-    from ..contract import check_reward
+    from grpo_core.authoring.contract import check_reward
 
     params = parse_key_values(args.extra, "grpo rewards check")
     results = check_reward(args.name, params)

@@ -45,7 +45,7 @@ _OPS = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__
 
 
 def _steps(text: str | None) -> set[int] | None:
-    from ..errors import GrpoError
+    from grpo_core.base.errors import GrpoError
 
     if text is None:
         return None
@@ -57,7 +57,7 @@ def _steps(text: str | None) -> set[int] | None:
 
 
 def _where(expr: str):
-    from ..errors import GrpoError
+    from grpo_core.base.errors import GrpoError
 
     m = _WHERE_RE.match(expr)
     if not m:
@@ -76,8 +76,8 @@ def correctness_names(run: Path, columns: list[str]) -> list[str]:
     rewards resolved now (a reward registered with correctness=True)."""
     import yaml
 
-    from ..rewards import resolve
-    from ..specs import parse_spec
+    from grpo_core.rewards.reward import resolve
+    from grpo_core.rewards.specs import parse_spec
 
     logged = {c[len("reward/"):] for c in columns if c.startswith("reward/")}
     cfg = run / "config.yaml"
@@ -123,8 +123,8 @@ def empty(row: dict) -> bool:
 
 
 def run(args) -> int:
-    from .. import rollout_log
-    from ..errors import GrpoError
+    from grpo_core.run import rollout_log
+    from grpo_core.base.errors import GrpoError
 
     run_dir = args.run.parent if args.run.name == rollout_log.FOLDER else args.run
     try:
@@ -157,7 +157,7 @@ def _scores(r: dict) -> str:
 
 
 def _n(v) -> str:
-    from ..tables import number
+    from grpo_core.base.tables import number
 
     return number(v, 3)
 

@@ -47,13 +47,13 @@ STRICT_HELP = ("refuse settings TRL removed (warmup_ratio, max_prompt_length, ov
 
 
 def run(args) -> int:
-    from ..config import load_config
+    from grpo_core.config.load import load_config
 
     cfg = load_config(args.config, args.extra, strict=args.strict)
     print_notes(cfg)
     if args.dry_run:
         return _dry_run(cfg, check=not args.no_check, verbose=args.verbose)
-    from ..train import run as train
+    from grpo_core.run.train import run as train
 
     result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check, verbose=args.verbose)
     return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
@@ -69,8 +69,8 @@ def print_notes(cfg) -> None:
 
 
 def _dry_run(cfg, check: bool = True, verbose: bool = False) -> int:
-    from ..outputs import check_writable
-    from ..prepare import prepare
+    from grpo_core.run.outputs import check_writable
+    from grpo_core.run.prepare import prepare
 
     p = prepare(cfg, check=check, verbose=verbose)
     check_writable(p.root, keep=False)

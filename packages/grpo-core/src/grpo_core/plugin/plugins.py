@@ -1,0 +1,254 @@
+"""Plugin discovery and loading: entry points in group ``grpo``, lazily, once.
+
+``GRPO_PLUGINS`` (comma-separated distribution names; empty = none) restricts which
+installed distributions load. The core's own built-ins are default plugins and
+always load. A plugin that fails to import, clashes on its entry-point name, or
+implements a hook that does not exist is reported by name and skipped; the others
+still load.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import re
+import threading
+import warnings
+from dataclasses import dataclass
+
+import pluggy
+
+from grpo_core import hookspecs
+from grpo_core.base.errors import PluginWarning
+
+ENTRY_POINT_GROUP = "grpo"
+ENV_VAR = "GRPO_PLUGINS"
+DEFAULT_PLUGINS = ("grpo_core.data.builtins",)
+OWN_DISTRIBUTIONS = ("grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code")  # loaded first
+
+pm = pluggy.PluginManager("grpo")
+pm.add_hookspecs(hookspecs)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    name: str
+    distribution: str | None
+    version: str | None
+    module: str
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    plugin: str
+    distribution: str | None
+    message: str
+
+    def __str__(self) -> str:
+        dist = f" (distribution {self.distribution})" if self.distribution else ""
+        return f"grpo plugin '{self.plugin}'{dist}: {self.message}"
+
+
+_lock = threading.RLock()
+_loaded = False
+_info: dict[str, PluginInfo] = {}
+problems: list[PluginProblem] = []
+
+
+def _normalize(dist_name: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist_name).lower()
+
+
+def allowed_distributions() -> set[str] | None:
+    """The distributions ``GRPO_PLUGINS`` allows, or ``None`` when it is unset (all)."""
+    raw = os.environ.get(ENV_VAR)
+    if raw is None:
+        return None
+    return {_normalize(n) for n in raw.split(",") if n.strip()}
+
+
+def report(problem: PluginProblem) -> None:
+    problems.append(problem)
+    warnings.warn(str(problem), PluginWarning, stacklevel=3)
+
+
+def report_once(problem: PluginProblem) -> None:
+    """:func:`report`, unless the same problem was reported already."""
+    if str(problem) not in {str(p) for p in problems}:
+        report(problem)
+
+
+def is_installed(distribution: str) -> bool:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import distribution as dist
+
+    try:
+        dist(distribution)
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+def load_plugins() -> None:
+    """Load default plugins and installed entry points, once (thread-safe)."""
+    global _loaded
+    if _loaded:
+        return
+    with _lock:
+        if _loaded:
+            return
+        for module_name in DEFAULT_PLUGINS:
+            if pm.get_plugin(module_name) is None:
+                module = importlib.import_module(module_name)
+                pm.register(module, name=module_name)
+                _info[module_name] = PluginInfo(module_name, "grpo-core", _core_version(), module_name)
+        _load_entry_points()
+        _check_pending()
+        _loaded = True
+
+
+def _core_version() -> str | None:
+    from grpo_core.base.version import __version__
+
+    return __version__
+
+
+def _load_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    allowed = allowed_distributions()
+    seen_dists: set[str] = set()
+    # our own distributions first: their entry-point names are never taken by another
+    ours = set(OWN_DISTRIBUTIONS)
+    eps = sorted(entry_points(group=ENTRY_POINT_GROUP),
+                 key=lambda ep: (_normalize(ep.dist.name) not in ours if ep.dist else True, ep.name,
+                                 ep.dist.name if ep.dist else ""))
+    for ep in eps:
+        dist = ep.dist.name if ep.dist is not None else None
+        version = ep.dist.version if ep.dist is not None else None
+        if dist:
+            seen_dists.add(_normalize(dist))
+        if allowed is not None and (dist is None or _normalize(dist) not in allowed):
+            continue
+        name = ep.name
+        existing = _info.get(name)
+        if existing is not None:
+            if existing.distribution == dist:
+                continue
+            # both load: this one under a name of its own, so neither shadows the other
+            name = f"{ep.name}@{dist}"
+            report(
+                PluginProblem(
+                    name,
+                    dist,
+                    f"entry point name '{ep.name}' is already used by distribution "
+                    f"{existing.distribution} ({existing.module}); this one ({ep.value}) is loaded "
+                    f"as '{name}'. Names both register cannot be used; rename the entry point in "
+                    f"one of the two packages' [project.entry-points.grpo].",
+                )
+            )
+        try:
+            module = ep.load()
+            if pm.is_registered(module):
+                continue
+            pm.register(module, name=name)
+        except Exception as exc:  # any failure of third-party code is isolated
+            report(
+                PluginProblem(
+                    ep.name,
+                    dist,
+                    f"failed to load '{ep.value}': {type(exc).__name__}: {exc}. "
+                    f"The other plugins are loaded; fix or uninstall this one, or leave it "
+                    f"out of {ENV_VAR}.",
+                )
+            )
+            continue
+        _info[name] = PluginInfo(name, dist, version, ep.value)
+    if allowed:
+        for missing in sorted(allowed - seen_dists):
+            report(
+                PluginProblem(
+                    missing,
+                    missing,
+                    f"{ENV_VAR} names '{missing}', but no installed distribution of that name "
+                    f"declares [project.entry-points.grpo]. Installed grpo plugin distributions: "
+                    f"{', '.join(sorted(seen_dists)) or 'none'}.",
+                )
+            )
+
+
+def _check_pending() -> None:
+    """Like ``pm.check_pending()``, but a plugin with a misspelt hook is reported and
+    unregistered instead of taking every plugin down."""
+    known = [name for name in dir(hookspecs) if name.startswith("register_")]
+    while True:
+        try:
+            pm.check_pending()
+            return
+        except pluggy.PluginValidationError as exc:
+            plugin = exc.plugin
+            name = pm.get_name(plugin) or repr(plugin)
+            unknown = [
+                hook
+                for hook in dir(pm.hook)
+                if not hook.startswith("_")
+                and getattr(pm.hook, hook).spec is None
+                and any(i.plugin is plugin for i in getattr(pm.hook, hook).get_hookimpls())
+            ]
+            hints = []
+            for hook in unknown:
+                close = difflib.get_close_matches(hook, known, n=1)
+                hints.append(f"'{hook}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            info = _info.pop(name, None)
+            pm.unregister(plugin)
+            report(
+                PluginProblem(
+                    name,
+                    info.distribution if info else None,
+                    f"implements unknown hook {', '.join(hints)}; known hooks: "
+                    f"{', '.join(known)}. The plugin was not loaded.",
+                )
+            )
+
+
+def plugin_info(name: str) -> PluginInfo:
+    """What is known about a registered plugin (distribution and version where installed)."""
+    info = _info.get(name)
+    if info is not None:
+        return info
+    plugin = pm.get_plugin(name)
+    module = getattr(plugin, "__name__", repr(plugin))
+    return PluginInfo(name, None, None, module)
+
+
+def loaded_plugins() -> list[dict]:
+    """Loaded plugins with distribution, version and implemented hooks (for ``grpo plugins``)."""
+    load_plugins()
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        info = plugin_info(name)
+        hooks = sorted(
+            h.name for h in pm.get_hookcallers(plugin) or [] if not h.name.startswith("_")
+        )
+        out.append(
+            {
+                "name": name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "module": info.module,
+                "hooks": hooks,
+            }
+        )
+    return sorted(out, key=lambda p: (p["distribution"] != "grpo-core", p["name"]))
+
+
+def reset() -> None:
+    """Forget loaded entry-point plugins so the next use loads again (tests)."""
+    global _loaded
+    with _lock:
+        for name, plugin in list(pm.list_name_plugin()):
+            pm.unregister(plugin, name=name)
+        _info.clear()
+        problems.clear()
+        _loaded = False

@@ -1,0 +1,316 @@
+"""Registries built from the ``register_*`` hooks.
+
+Each plugin's hook implementation is called with a ``register`` bound to that
+plugin, so a name registered twice can be reported with both plugins and their
+distributions (pluggy's own results do not say which plugin produced them).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from grpo_core.plugin import plugins
+from grpo_core.base.errors import DuplicateNameError, RegistryError, UnknownNameError
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
+
+# The command that lists each kind of entry
+LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
+                 "system prompt": "grpo prompts list", "probe": "grpo plugins",
+                 "environment": "grpo envs list"}
+
+
+def install_hint(dist: str) -> str:
+    """How to install one of our distributions today (they are not on PyPI yet)."""
+    return f"pip install ./packages/{dist} from a grpo checkout"
+
+
+# Where the names of our own plugins live, for "pip install" hints.
+KNOWN_NAMESPACES = {
+    "math": "grpo-rewards-math",
+    "format": "grpo-rewards-format",
+    "length": "grpo-rewards-format",
+    "repetition": "grpo-rewards-format",
+    "code": "grpo-rewards-code",
+}
+KNOWN_DATASETS = {
+    name: "grpo-datasets" for name in ("gsm8k", "math", "medcalc", "files", "hub", "arithmetic")
+}
+KNOWN_ENVIRONMENTS = {name: "grpo-rewards-code" for name in ("python", "guess_number")}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered reward, dataset adapter or system prompt."""
+
+    name: str
+    obj: Any
+    description: str
+    plugin: str
+    distribution: str | None
+    version: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def source(self) -> str:
+        return f"plugin '{self.plugin}'" + (
+            f" (distribution {self.distribution})" if self.distribution else ""
+        )
+
+
+class Registry:
+    """Name -> Entry for one kind (``reward``, ``dataset``, ``system prompt``)."""
+
+    def __init__(self, kind: str, entries: dict[str, Entry], conflicts: dict[str, list[Entry]] | None = None):
+        self.kind = kind
+        self.entries = entries
+        self.conflicts = conflicts or {}
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.entries
+
+    def get(self, name: str) -> Entry:
+        if name in self.conflicts:
+            raise DuplicateNameError(_conflict_message(self.kind, name, self.conflicts[name]))
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise UnknownNameError(self._unknown_message(name)) from None
+
+    def _known_home(self, name: str) -> str | None:
+        """The distribution of ours that provides ``name``, if one does."""
+        if self.kind == "dataset":
+            return KNOWN_DATASETS.get(name)
+        if self.kind == "environment":
+            return KNOWN_ENVIRONMENTS.get(name)
+        return KNOWN_NAMESPACES.get(name.split(".", 1)[0])
+
+    def _unknown_message(self, name: str) -> str:
+        names = self.names()
+        close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+        short = name.rsplit(".", 1)[-1]
+        close += [n for n in names if n not in close and short and short in n][: 5 - len(close)]
+        msg = f"unknown {self.kind} '{name}'."
+        if close:
+            msg += f" Closest registered: {', '.join(close)}."
+        elif names:
+            shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+            msg += f" Registered {self.kind}s: {shown}."
+        else:
+            msg += f" No {self.kind}s are registered: no plugin providing them is loaded."
+        hint = self._known_home(name)
+        allowed = plugins.allowed_distributions()
+        if hint and not close and plugins.is_installed(hint):
+            if allowed is not None and hint not in allowed:
+                msg += f" '{name}' comes from {hint}, which is installed: add it to {plugins.ENV_VAR}."
+            else:
+                msg += (f" '{name}' comes from {hint}, which is installed but did not load "
+                        f"(see the warnings above, or `grpo plugins`).")
+        elif hint and not close:
+            msg += f" '{name}' comes from {hint}: {install_hint(hint)}"
+            if plugins.allowed_distributions() is not None:
+                msg += f" (and add it to {plugins.ENV_VAR})"
+            msg += "."
+        else:
+            msg += f" List them with `{LIST_COMMANDS.get(self.kind, 'grpo plugins')}`."
+        return msg
+
+
+def _describe(obj: Any, description: str | None) -> str:
+    if description:
+        return description.strip()
+    doc = getattr(obj, "__doc__", None) if not isinstance(obj, str) else None
+    if doc:
+        return doc.strip().splitlines()[0].strip()
+    return ""
+
+
+_CACHE: dict[str, tuple[tuple, Registry]] = {}
+
+
+def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: dict | None = None) -> Registry:
+    """Call every implementation of ``hook_name`` with a plugin-bound ``register``.
+
+    One plugin's mistakes never cost the others: a malformed name or a bad object
+    is reported (naming the plugin and its distribution) and skipped; a name two
+    plugins register is left out, reported as a warning, and an error naming both
+    only when it is used. ``extras``: the keywords ``register`` takes besides
+    ``description``, each with a check of its value (or None).
+
+    Built once per process and set of plugins: registering or unregistering a
+    plugin (tests do) builds it anew.
+    """
+    plugins.load_plugins()
+    key = tuple((name, id(plugin), plugins.plugin_info(name).distribution)
+                for name, plugin in plugins.pm.list_name_plugin())
+    cached = _CACHE.get(hook_name)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    registry = _collect(hook_name, kind, dotted, validate, extras or {})
+    _CACHE[hook_name] = (key, registry)
+    return registry
+
+
+def _collect(hook_name: str, kind: str, dotted: bool, validate, extras: dict) -> Registry:
+    entries: dict[str, Entry] = {}
+    conflicts: dict[str, list[Entry]] = {}
+    hook = getattr(plugins.pm.hook, hook_name)
+    for impl in hook.get_hookimpls():  # in registration order
+        info = plugins.plugin_info(impl.plugin_name)
+        mine: dict[str, Entry] = {}
+
+        def register(name, obj, *, description=None, _info=info, _mine=mine, **extra):
+            problem = _bad_registration(kind, name, obj, dotted, validate) or _bad_keywords(kind, extra, extras)
+            if problem:
+                _report(_info, f"{problem}; skipped (its other {kind}s load).")
+                return
+            entry = Entry(name, obj, _describe(obj, description), _info.name, _info.distribution,
+                          _info.version, extra)
+            if name in _mine:
+                conflicts.setdefault(name, [_mine.pop(name)])
+            if name in conflicts:
+                conflicts[name].append(entry)
+            else:
+                _mine[name] = entry
+
+        try:
+            impl.function(register=register)
+        except Exception as exc:  # a broken plugin must not take the others down
+            _report(info, f"{hook_name} raised {type(exc).__name__}: {exc}; its {kind}s are skipped.")
+            continue
+        for name, entry in mine.items():
+            if name in entries:
+                conflicts[name] = [entries.pop(name), entry]
+            elif name in conflicts:
+                conflicts[name].append(entry)
+            else:
+                entries[name] = entry
+    for name, clash in conflicts.items():
+        plugins.report_once(plugins.PluginProblem(
+            clash[-1].plugin, clash[-1].distribution, _conflict_message(kind, name, clash)))
+    return Registry(kind, entries, conflicts)
+
+
+def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) -> str | None:
+    if not isinstance(name, str) or not (DOTTED_NAME_RE if dotted else NAME_RE).match(name):
+        form = "<namespace>.<name>" if dotted else "<name> or <namespace>.<name>"
+        return f"{kind} name {name!r} is not of the form {form} in lower case (e.g. 'acme.brevity')"
+    if validate is not None:
+        try:
+            validate(name, obj)
+        except RegistryError as exc:
+            return str(exc).rstrip(".")
+    return None
+
+
+def _bad_keywords(kind: str, given: dict, allowed: dict) -> str | None:
+    """A misspelt keyword (``descripton=``) is a mistake to report, not an extra to keep;
+    a known one with a bad value (``range=(1, 0)``) too."""
+    for key, value in given.items():
+        if key not in allowed:
+            close = difflib.get_close_matches(key, ["description", *allowed], n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            known = ", ".join(["description", *allowed])
+            article = "an" if kind[0] in "aeiou" else "a"
+            return f"register() of {article} {kind} got an unknown keyword '{key}'{hint}; it takes: {known}"
+        check = allowed[key]
+        problem = check(value) if check is not None else None
+        if problem:
+            return f"register() keyword {key}={value!r:.60}: {problem}"
+    return None
+
+
+def check_range(value: Any) -> str | None:
+    """``range=(low, high)``, or a callable of the bound parameters returning one."""
+    if callable(value):
+        return None
+    if (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            and value[0] <= value[1]):
+        return None
+    return "give (low, high) with low <= high, or a function of the reward's parameters returning one"
+
+
+def _check_bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "give True or False"
+
+
+def _report(info, message: str) -> None:
+    plugins.report_once(plugins.PluginProblem(info.name, info.distribution, message))
+
+
+def _conflict_message(kind: str, name: str, clash: list[Entry]) -> str:
+    return (f"{kind} '{name}' is registered by {' and by '.join(e.source for e in clash)}; it cannot be "
+            f"used until one is uninstalled (or left out of {plugins.ENV_VAR}=<distributions>).")
+
+
+def _check_reward(name: str, func: Any) -> None:
+    if not callable(func):
+        raise RegistryError(f"reward '{name}' is {func!r:.80}, not a callable reward function.")
+
+
+def _check_loader(name: str, loader: Any) -> None:
+    if not callable(loader):
+        raise RegistryError(f"dataset '{name}' loader is {loader!r}, not a callable.")
+
+
+def _check_prompt(name: str, text: Any) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise RegistryError(f"system prompt '{name}' must be non-empty text, got {text!r}.")
+
+
+# the keywords each hook's ``register`` takes besides ``description``, with their checks;
+# hookspecs documents each (a doc test holds the two together)
+KEYWORDS: dict[str, dict] = {
+    "register_rewards": {"correctness": _check_bool, "range": check_range, "reads_answers": _check_bool},
+    "register_datasets": {},
+    "register_system_prompts": {"answer_template": None},
+    "register_probes": {"right": _check_bool},
+    "register_environments": {},
+}
+
+
+def rewards() -> Registry:
+    return collect("register_rewards", "reward", dotted=True, validate=_check_reward,
+                   extras=KEYWORDS["register_rewards"])
+
+
+def datasets() -> Registry:
+    return collect("register_datasets", "dataset", dotted=False, validate=_check_loader)
+
+
+def system_prompts() -> Registry:
+    return collect("register_system_prompts", "system prompt", dotted=False, validate=_check_prompt,
+                   extras=KEYWORDS["register_system_prompts"])
+
+
+def _check_probe(name: str, build: Any) -> None:
+    if not callable(build):
+        raise RegistryError(f"probe '{name}' is {build!r:.80}, not a callable that builds a completion.")
+
+
+def probes() -> Registry:
+    return collect("register_probes", "probe", dotted=True, validate=_check_probe, extras=KEYWORDS["register_probes"])
+
+
+def _check_environment(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise RegistryError(f"environment '{name}' factory is {factory!r:.80}, not a callable that returns an "
+                            f"environment class.")
+
+
+def environments() -> Registry:
+    return collect("register_environments", "environment", dotted=False, validate=_check_environment)
+
+
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments"]

@@ -1,0 +1,350 @@
+"""Trainer callbacks of ``grpo train``: metrics file and console line, health
+monitor, adaptive reward weights, and Ctrl-C that stops at a step boundary
+with a checkpoint.
+
+Importing this module imports transformers (only training needs it). Each callback does O(1) work per logged step, so ``grpo train`` adds nothing
+measurable over the same TRL run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from grpo_core.config.load import AdaptiveSection, HealthSection
+
+
+def _finite(x: Any) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def reward_names(logs: dict) -> list[str]:
+    return [k[len("rewards/"):-len("/mean")] for k in logs if k.startswith("rewards/") and k.endswith("/mean")]
+
+
+# the step line's single figures after the rewards: (metric, label, format)
+LINE_FIGURES = (("eval/accuracy", "held-out accuracy", ".2f"), ("frac_reward_zero_std", "zero-std", ".2f"),
+                ("kl", "kl", ".4f"), ("completions/mean_length", "len", ".0f"))
+
+
+def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None,
+                 clock: str | None = None) -> str:
+    """``step 3/30 | reward 0.41 ± 0.23 | math.correctness 0.25  format 0.62 | zero-std 0.25 | kl 0.001 | len 41 |
+    12.3s | 0:37 elapsed, ETA 5:32``; a reward that took over a quarter of the step is named."""
+    parts = [f"step {step}/{max_steps}" + (f" [{stage}]" if stage else "")]
+    r, s = _finite(logs.get("reward")), _finite(logs.get("reward_std"))
+    if r is not None:
+        parts.append(f"reward {r:.3f}" + (f" ± {s:.3f}" if s is not None else ""))
+    per = []
+    for name in reward_names(logs):
+        v = _finite(logs.get(f"rewards/{name}/mean"))
+        per.append(f"{name} {'n/a' if v is None else f'{v:.3f}'}")
+    if per:
+        parts.append("  ".join(per))
+    for key, label, fmt in LINE_FIGURES:
+        value = _finite(logs.get(key))
+        if value is not None:
+            parts.append(f"{label} {value:{fmt}}")
+    if elapsed is not None:
+        parts.append(f"{elapsed:.1f}s")
+        slow = [f"{name} {sec:.1f}s" for name in reward_names(logs)
+                for sec in [_finite(logs.get(f"rewards/{name}/seconds"))] if sec is not None and sec > elapsed / 4]
+        if slow:
+            parts.append("slow reward: " + ", ".join(slow))
+    if clock:
+        parts.append(clock)
+    return " | ".join(parts)
+
+
+def clock_text(elapsed: float, done: int, left: int) -> str:
+    """``1:05 elapsed, ETA 3:10``: the time left at the mean step time so far."""
+    text = f"{_hms(elapsed)} elapsed"
+    if done > 0 and left > 0:
+        text += f", ETA {_hms(elapsed / done * left)}"
+    return text
+
+
+def _hms(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class MetricsCallback(TrainerCallback):
+    """Appends each log to ``metrics.jsonl`` (global step, stage) and prints the
+    one-line summary. Replaces transformers' progress printer, which would print
+    the whole log dict every step."""
+
+    def __init__(self, path: Path, stage: str, step_offset: int = 0, console: bool = True,
+                 stream=None):
+        self.path = Path(path)
+        self.stage = stage
+        self.offset = step_offset
+        self.console = console
+        self.stream = stream or sys.stdout
+        self._last = None
+        self._start = None
+        self._first_step = 0
+
+    def on_train_begin(self, args, state, control, **kw):
+        self._last = self._start = time.perf_counter()
+        self._first_step = state.global_step  # a resumed run times only the steps it runs
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if not state.is_world_process_zero or not logs:
+            return
+        now = time.perf_counter()
+        elapsed = None if self._last is None else now - self._last
+        self._last = now
+        step = self.offset + state.global_step
+        record = {"step": step, "stage": self.stage, "stage_step": state.global_step, **logs,
+                  "time": round(time.time(), 3)}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record, default=_json_default) + "\n")
+        if self.console and "reward" in logs:
+            clock = clock_text(now - self._start, state.global_step - self._first_step,
+                               state.max_steps - state.global_step) if self._start is not None else None
+            line = summary_line(step, self.offset + state.max_steps, logs,
+                                self.stage if self.stage != "main" else None, elapsed, clock)
+            print(line, file=self.stream, flush=True)
+        elif self.console and "train_runtime" in logs:
+            print(f"{self.stage if self.stage != 'main' else 'training'}: "
+                  f"{state.global_step} steps in {logs['train_runtime']:.1f}s", file=self.stream, flush=True)
+
+class HealthCallback(TrainerCallback):
+    """Warns (log + ``health.jsonl``) when training stops learning."""
+
+    def __init__(self, cfg: HealthSection, path: Path, stage: str = "main", step_offset: int = 0,
+                 warn=None):
+        self.cfg = cfg
+        self.path = Path(path)
+        self.stage = stage
+        self.offset = step_offset
+        self.warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr, flush=True))
+        n = max(cfg.window, cfg.flat_window, 1)
+        self.zero_std: deque = deque(maxlen=cfg.window)
+        self.std: deque = deque(maxlen=cfg.window)
+        self.kl: deque = deque(maxlen=cfg.window)
+        self.rewards: deque = deque(maxlen=cfg.flat_window)
+        self.n = n
+        self.active: set[str] = set()
+        self.events: list[dict] = []
+        # held-out evaluations: (step, mean training reward since the previous one, accuracy)
+        self.evals: deque = deque(maxlen=max(cfg.window, 2))
+        self._since: list[float] = []
+        self.stop: dict | None = None  # the divergence event that stops training (on_divergence: stop)
+        self.main = True  # the main process writes health.jsonl and warns
+
+    def _emit(self, step: int, check: str, message: str, value: float, threshold: float) -> None:
+        if check in self.active:
+            return  # already reported; report again only after it cleared
+        self.active.add(check)
+        event = {"step": step, "stage": self.stage, "check": check, "value": value,
+                 "threshold": threshold, "message": message}
+        self.events.append(event)
+        if not self.main:
+            return
+        with open(self.path, "a") as f:
+            f.write(json.dumps(event) + "\n")
+        self.warn(f"step {step}: {message}")
+
+    def _clear(self, check: str) -> None:
+        self.active.discard(check)
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if not logs or "reward" not in logs:
+            return
+        self.main = state.is_world_process_zero
+        self.check(self.offset + state.global_step, logs)  # every process (TRL's logs are gathered): one decision
+        if self.stop is not None:
+            control.should_save = True
+            control.should_training_stop = True
+
+    def check(self, step: int, logs: dict) -> None:
+        self._check_signal(step, logs)
+        self._check_divergence(step, logs)
+
+    def _check_divergence(self, step: int, logs: dict) -> None:
+        """The training reward rose over the last ``window`` held-out evaluations while
+        held-out accuracy fell: the model may be learning the rewards, not the task."""
+        c = self.cfg
+        r, acc = _finite(logs.get("reward")), _finite(logs.get("eval/accuracy"))
+        if r is not None:
+            self._since.append(r)
+        if acc is None or not self._since:
+            return
+        self.evals.append((step, sum(self._since) / len(self._since), acc))
+        self._since = []
+        if len(self.evals) < self.evals.maxlen:
+            return
+        (s0, r0, a0), (s1, r1, a1) = self.evals[0], self.evals[-1]
+        if r1 > r0 + 1e-6 and a1 < a0 - 1e-6:
+            self._emit(step, "divergence",
+                       f"the training reward rose {r0:.3f} -> {r1:.3f} while held-out accuracy fell {a0:.2f} -> "
+                       f"{a1:.2f} (steps {s0}-{s1}, {len(self.evals)} evaluations): the model may be learning the "
+                       f"rewards, not the task. Read what it wrote: grpo rollouts OUTPUT_DIR --suspect.",
+                       a1 - a0, 0.0)
+            if c.on_divergence == "stop" and self.events and self.events[-1]["check"] == "divergence":
+                self.stop = self.events[-1]
+        else:
+            self._clear("divergence")
+
+    def _check_signal(self, step: int, logs: dict) -> None:
+        c = self.cfg
+        z = _finite(logs.get("frac_reward_zero_std"))
+        if z is not None:
+            self.zero_std.append(z)
+            if len(self.zero_std) == c.window and min(self.zero_std) >= c.zero_std_frac:
+                self._emit(step, "no_signal",
+                           f"frac_reward_zero_std >= {c.zero_std_frac} for {c.window} steps "
+                           f"(now {z:.2f}): most groups score all completions alike, so there "
+                           f"is no learning signal. Give partial credit, loosen answer "
+                           f"extraction, or raise temperature/num_generations "
+                           f"(check with `grpo preflight`).", z, c.zero_std_frac)
+            elif z < c.zero_std_frac:
+                self._clear("no_signal")
+        s = _finite(logs.get("reward_std"))
+        if s is not None:
+            self.std.append(s)
+            if len(self.std) == c.window and max(self.std) <= c.min_reward_std:
+                self._emit(step, "collapse",
+                           f"reward_std <= {c.min_reward_std} for {c.window} steps (now {s:.2g}): "
+                           f"every completion gets the same reward (collapse or saturation).",
+                           s, c.min_reward_std)
+            elif s > c.min_reward_std:
+                self._clear("collapse")
+        kl = _finite(logs.get("kl"))
+        if kl is not None:  # averaged over the window: single-step spikes are noise
+            self.kl.append(kl)
+            mean_kl = sum(self.kl) / len(self.kl)
+            if len(self.kl) == c.window and mean_kl > c.max_kl:
+                self._emit(step, "kl", f"kl averaged {mean_kl:.3f} over {c.window} steps (> {c.max_kl}): "
+                           f"the policy is drifting far from the reference; lower learning_rate "
+                           f"or raise beta.", mean_kl, c.max_kl)
+            elif mean_kl <= c.max_kl:
+                self._clear("kl")
+        r = _finite(logs.get("reward"))
+        if r is not None and c.flat_window > 1:
+            self.rewards.append(r)
+            if len(self.rewards) == c.flat_window:
+                spread = max(self.rewards) - min(self.rewards)
+                if spread < c.flat_delta:
+                    self._emit(step, "flat",
+                               f"mean reward moved by {spread:.3g} (< {c.flat_delta}) over the "
+                               f"last {c.flat_window} steps: training is not improving it.",
+                               spread, c.flat_delta)
+                else:
+                    self._clear("flat")
+
+class AdaptiveWeightsCallback(TrainerCallback):
+    """Raises the weight of a reward the model rarely succeeds on and lowers it
+    when it mostly does, within bounds; writes ``trainer.reward_weights`` (the
+    tensor TRL multiplies rewards with) and logs ``weights/<name>``."""
+
+    def __init__(self, cfg: AdaptiveSection, names: list[str], weights: list[float]):
+        self.cfg = cfg
+        self.names = list(names)
+        self.base = [float(w) for w in weights]
+        self.factors = [1.0] * len(weights)
+        self.trainer = None
+        self._seen = 0  # the trainer's generation batches already steered by
+
+    def bind(self, trainer) -> None:
+        self.trainer = trainer
+
+    def success_rates(self) -> list[float | None]:
+        per = self.trainer.last_batch_logs().get("rewards") or {}
+        out = []
+        for name in self.names:
+            vals = [v for v in per.get(name, ()) if v is not None and not math.isnan(v)]
+            out.append(sum(v >= self.cfg.threshold for v in vals) / len(vals) if vals else None)
+        return out
+
+    def update(self, rates: list[float | None]) -> list[float]:
+        c = self.cfg
+        for i, rate in enumerate(rates):
+            if rate is None:
+                continue
+            f = self.factors[i] * math.exp(c.rate * (c.target - rate))
+            self.factors[i] = min(max(f, c.min_factor), c.max_factor)
+        return [b * f for b, f in zip(self.base, self.factors)]
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.trainer is None or self.trainer.generations == self._seen:
+            return  # no new generation batch since the last update (steps_per_generation, num_iterations)
+        self._seen = self.trainer.generations
+        rates = self.success_rates()
+        weights = self.update(rates)
+        tw = self.trainer.reward_weights
+        for i, w in enumerate(weights):
+            tw[i] = w
+        for name, w, rate in zip(self.names, weights, rates):
+            self.trainer.record_metric(f"weights/{name}", w)
+            if rate is not None:
+                self.trainer.record_metric(f"success/{name}", rate)
+
+class InterruptCallback(TrainerCallback):
+    """Ctrl-C or SIGTERM (a cluster's preemption): finish the current step, save a
+    checkpoint, stop. A second signal quits at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.requested = False
+        self.signum: int | None = None
+        self._previous: dict = {}
+
+    def install(self) -> None:
+        for sig in self.SIGNALS:
+            try:
+                self._previous[sig] = signal.signal(sig, self._handler)
+            except ValueError:  # not the main thread: leave signals alone
+                return
+
+    def uninstall(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}
+
+    def _handler(self, signum, frame):
+        if self.requested:
+            if signum == signal.SIGTERM:
+                raise SystemExit(128 + signum)
+            raise KeyboardInterrupt
+        self.requested = True
+        self.signum = signum
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"\nInterrupted ({name}): finishing this step and saving a checkpoint "
+              f"(send it again to quit without saving).", file=sys.stderr, flush=True)
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.requested:
+            control.should_save = True
+            control.should_training_stop = True
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's code for death by that signal: 130 for Ctrl-C, 143 for SIGTERM."""
+        return 128 + (self.signum or signal.SIGINT)
+
+
+def _json_default(x):
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
+
+
+__all__ = ["MetricsCallback", "HealthCallback", "AdaptiveWeightsCallback", "InterruptCallback", "summary_line",
+           "reward_names"]

@@ -1,0 +1,183 @@
+"""Held-out accuracy during training: is the model learning the task, or only the
+rewards?
+
+Every ``heldout.every`` steps (ten times over a run by default, and after the
+first step), the model answers ``heldout.prompts`` held-out prompts the way
+``grpo eval`` samples them (greedy, training's settings otherwise) and the
+stage's correctness reward (one registered with ``correctness=True``) scores
+them: ``eval/accuracy`` is the share at its maximum (None, "no opinion", left
+out, as ``grpo eval`` leaves it out). With an environment the prompts are rolled
+out as ``grpo eval`` rolls them out (tool calls, their results, the next turn).
+It goes to ``metrics.jsonl``, the step line and ``rewards.png``.
+
+Held-out prompts are the dataset's ``eval_split``, else its ``test`` split when
+the adapter has one (``heldout.enabled: auto``). The cost is one greedy
+generation of ``prompts`` completions per evaluation (on 2 CPU cores and the
+quickstart's model: about the time of one training step, so about 10 % over a
+run with ten evaluations every 10 steps or more; on a GPU a fraction of a step).
+
+Every process evaluates (generation under ZeRO-3 or FSDP needs all of them); the
+main process logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from transformers import TrainerCallback
+
+METRIC = "eval/accuracy"
+
+
+def heldout_rows(cfg, prepared, log: Callable[[str], None] = print) -> list[dict] | None:
+    """The prompts held-out accuracy is measured on, or None when it is off."""
+    setting = cfg.heldout.enabled
+    if setting is False or not any(getattr(f, "correctness", False) for st in cfg.stages for f in st.funcs):
+        if setting is True:
+            from grpo_core.base.errors import ConfigError
+
+            raise ConfigError("heldout.enabled is true but no reward is a correctness reward (registered with "
+                              "correctness=True, e.g. math.correctness): there is nothing to measure accuracy with.")
+        return None
+    ds = prepared.eval_ds
+    if ds is None:
+        from grpo_core.run.prepare import build_datasets
+
+        try:
+            _, ds = build_datasets(cfg, eval_split="test")
+        except Exception as exc:  # noqa: BLE001 - an adapter without a test split: no held-out set
+            if setting is True:
+                from grpo_core.base.errors import ConfigError
+
+                raise ConfigError(f"heldout.enabled is true but dataset '{cfg.dataset.name}' has no held-out split "
+                                  f"(dataset.eval_split, or 'test': {type(exc).__name__}: {exc}).") from None
+            return None
+    n = min(cfg.heldout.prompts, len(ds))
+    log(f"Held-out accuracy: {n} prompts of the '{cfg.dataset.eval_split or 'test'}' split, "
+        f"greedy, every {cfg.heldout.every or 'tenth of the run'} steps.")
+    return [ds[i] for i in range(n)]
+
+
+def correctness_reward(funcs) -> Any:
+    return next((f for f in funcs if getattr(f, "correctness", False)), None)
+
+
+def every(setting: int, max_steps: int) -> int:
+    """Steps between evaluations: as set, else ten evaluations over the run."""
+    return setting if setting > 0 else max(1, max_steps // 10)
+
+
+def full_marks(reward) -> float:
+    """A correctness reward's full marks: the top of its declared range, else 1.0."""
+    return reward.range[1] if getattr(reward, "range", None) else 1.0
+
+
+def accuracy(scores: list, top: float) -> float:
+    """Share of the scored completions at the reward's maximum: None ("no opinion") is
+    left out, as ``grpo eval`` leaves it out (nan when nothing was scored)."""
+    scored = [s for s in scores if s is not None]
+    return sum(s >= top - 1e-9 for s in scored) / len(scored) if scored else float("nan")
+
+
+class HeldoutCallback(TrainerCallback):
+    """Measures ``eval/accuracy`` after the first step and every ``every`` steps."""
+
+    def __init__(self, rows: list[dict], reward, sampling: dict, every_steps: int, offset: int = 0,
+                 multi_turn: tuple | None = None):
+        self.rows = rows
+        self.reward = reward
+        self.sampling = sampling
+        self.every = every_steps
+        self.offset = offset
+        self.multi_turn = multi_turn  # (cfg, stage, device) with an environment: rolled out as grpo eval does
+        self.trainer = None
+        self.results: list[tuple[int, float]] = []  # (global step, accuracy)
+
+    def bind(self, trainer) -> None:
+        self.trainer = trainer
+
+    def due(self, step: int, max_steps: int) -> bool:
+        return step == 1 or step % self.every == 0 or step == max_steps
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.trainer is None or not self.due(state.global_step, state.max_steps):
+            return
+        value = self.measure()
+        self.results.append((self.offset + state.global_step, value))
+        self.trainer.record_metric(METRIC, value)
+
+    def measure(self) -> float:
+        from grpo_core.run.generation import generate
+        from grpo_core.rewards.scoring import score_batch
+
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        was_training = model.training
+        model.eval()
+        try:
+            if self.multi_turn is not None:
+                return accuracy(self._rolled_out(model), full_marks(self.reward))
+            groups = generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows], n=1,
+                              do_sample=False, **self.sampling)
+        finally:
+            model.train(was_training)
+        texts = [g[0].text for g in groups]
+        scored = score_batch([self.reward], [1.0], texts, self.rows, [r["prompt"] for r in self.rows])
+        return accuracy(scored.per_reward[0], full_marks(self.reward))
+
+    def _rolled_out(self, model) -> list:
+        """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their
+        results, the next turn), made as ``grpo eval`` makes them (:func:`rollouts.sample`)."""
+        from grpo_core.run.rollouts import sample
+
+        cfg, stage, device = self.multi_turn
+        with _rng_kept():  # building the rollouts' trainer reseeds; training's own sampling goes on unchanged
+            done = sample(cfg, stage, self.rows, model, self.trainer.processing_class, device, 1, greedy=True)
+        return done.per_reward[next(i for i, f in enumerate(stage.funcs) if f is self.reward)]
+
+
+@contextlib.contextmanager
+def _rng_kept():
+    import random
+
+    import numpy as np
+    import torch
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> HeldoutCallback | None:
+    """The held-out callback of one stage, or None (no held-out rows, no correctness reward)."""
+    reward = correctness_reward(stage.funcs)
+    if not rows or reward is None:
+        return None
+    from grpo_core.run.prepare import sampling_settings
+
+    sampling = sampling_settings(cfg, stage.args, prepared.device)
+    sampling["seed"] = None  # greedy needs no seed, and reseeding would change training's own sampling
+    if cfg.heldout.max_completion_length:
+        sampling["max_new_tokens"] = cfg.heldout.max_completion_length
+    multi_turn = None
+    if cfg.environment is not None:  # tools and turns: grpo eval's rollouts, training's settings
+        multi_turn = (cfg, stage, prepared.device)
+        if cfg.heldout.max_completion_length:
+            args = copy.copy(stage.args)
+            args.max_completion_length = cfg.heldout.max_completion_length
+            multi_turn = (cfg, dataclasses.replace(stage, args=args), prepared.device)
+    return HeldoutCallback(rows, reward, sampling, every(cfg.heldout.every, stage.args.max_steps), offset,
+                           multi_turn=multi_turn)
+
+
+__all__ = ["HeldoutCallback", "heldout_rows", "callback", "accuracy", "full_marks", "every", "METRIC"]

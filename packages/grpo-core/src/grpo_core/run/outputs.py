@@ -1,0 +1,224 @@
+"""A run's output directory: what is in it, and the one process that prepares it.
+
+Under ``accelerate launch`` every process runs ``grpo train``, but only the main
+process touches the file system: it checks that output_dir can be written, moves
+an earlier run aside (or replaces it with ``--overwrite``), reads what a
+``--resume`` continues, cuts ``metrics.jsonl`` / ``health.jsonl`` back to the
+checkpoint and writes ``config.yaml``. The others wait, and get the outcome
+(progress, or the main process's error) from it: no two processes ever race on
+one file, and an error stops every process with the same message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from grpo_core.base.errors import ConfigError
+
+METRICS = "metrics.jsonl"
+HEALTH = "health.jsonl"
+PLOT = "rewards.png"
+PROGRESS = "progress.json"
+RESOLVED = "config.yaml"
+ROLLOUTS = "rollouts"
+RUN_FILES = (METRICS, HEALTH, PROGRESS, PLOT, RESOLVED, ROLLOUTS, "manifest.json", "adapter", "model", "merged")
+
+
+def is_main_process() -> bool:
+    """Rank 0 under accelerate/torchrun (files are written once), else True."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def from_main(value: Any = None) -> Any:
+    """``value`` as the main process has it, on every process (a barrier too)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return value
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    PartialState()  # starts the process group when accelerate launched us
+    box = [value]
+    broadcast_object_list(box, from_process=0)
+    return box[0]
+
+
+# ------------------------------------------------------------------ progress
+
+
+def read_progress(root: Path) -> dict:
+    p = root / PROGRESS
+    if p.is_file():
+        try:
+            return json.loads(p.read_text())
+        except json.JSONDecodeError:
+            pass
+    return {"stages": {}}
+
+
+def write_progress(root: Path, progress: dict) -> None:
+    tmp = root / (PROGRESS + ".tmp")
+    tmp.write_text(json.dumps(progress, indent=2) + "\n")
+    tmp.replace(root / PROGRESS)
+
+
+def last_checkpoint(path: Path) -> Path | None:
+    if not path.is_dir():
+        return None
+    best = None
+    for d in path.iterdir():
+        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[11:].isdigit():
+            if (d / "trainer_state.json").is_file() and (best is None or int(d.name[11:]) > int(best.name[11:])):
+                best = d
+    return best
+
+
+def checkpoint_step(checkpoint: Path) -> int:
+    return int(json.loads((checkpoint / "trainer_state.json").read_text()).get("global_step", 0))
+
+
+def truncate_jsonl(path: Path, max_step: int) -> None:
+    """Keep the records up to ``max_step``: a resumed run writes the rest again."""
+    if not path.is_file():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            if json.loads(line).get("step", 0) <= max_step:
+                keep.append(line)
+        except json.JSONDecodeError:
+            continue
+    path.write_text("".join(line + "\n" for line in keep))
+
+
+# ------------------------------------------------------------------ a new run
+
+
+def earlier_run(root: Path, stage_dirs: list[Path]) -> bool:
+    """Does ``root`` hold what an earlier run wrote (checkpoints, metrics, weights)?"""
+    if any(d.is_dir() and any(d.glob("checkpoint-*")) for d in stage_dirs):
+        return True
+    for name in (METRICS, PROGRESS, PLOT, ROLLOUTS, "adapter", "model", "merged"):
+        path = root / name
+        if path.is_dir() or (path.is_file() and path.stat().st_size > 0):
+            return True
+    return False
+
+
+def start_fresh(root: Path, stage_dirs: list[Path], log: Callable, overwrite: bool) -> None:
+    """A new run never loses an earlier one by accident: it is moved aside
+    (``<dir>.1``, ``<dir>.2``, ...) unless ``--overwrite`` asks to replace it."""
+    if not earlier_run(root, stage_dirs):
+        return
+    if overwrite:
+        for d in stage_dirs:
+            for c in d.glob("checkpoint-*") if d.is_dir() else ():
+                shutil.rmtree(c, ignore_errors=True)
+        for name in RUN_FILES:
+            target = root / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+        log(f"--overwrite: removed the earlier run's checkpoints and outputs in {root}.")
+        return
+    n = 1
+    while root.with_name(f"{root.name}.{n}").exists():
+        n += 1
+    aside = root.with_name(f"{root.name}.{n}")
+    root.rename(aside)
+    root.mkdir(parents=True)
+    log(f"{root} held an earlier run: moved it to {aside}. (--resume continues a run; "
+        f"--overwrite replaces it.)")
+
+
+def check_writable(path: Path, keep: bool = True) -> None:
+    """``path`` can be created and written to, or a ConfigError that says so (before
+    any model). ``keep=False`` (a dry run) removes the folders it had to create."""
+    created = []
+    parent = Path(path)
+    while not parent.exists() and parent != parent.parent:
+        created.append(parent)
+        parent = parent.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".grpo-write-test-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        from grpo_core.base.errors import describe_os_error
+
+        raise ConfigError(f"output_dir: {describe_os_error(exc)}") from None
+    finally:
+        for d in created if not keep else ():
+            try:
+                d.rmdir()
+            except OSError:
+                break
+
+
+def prepare(root: Path, stage_dirs: list[Path], *, resume: bool | str, overwrite: bool, health: bool,
+            log: Callable[[str], None], main: bool | None = None, share: Callable[[Any], Any] = from_main) -> dict:
+    """Make ``root`` ready on the main process (see the module docstring); every process
+    returns the run's progress (what ``--resume`` skips). ``share`` hands the main
+    process's outcome to the others and is their barrier."""
+    main = is_main_process() if main is None else main
+    outcome: Any = None
+    if main:
+        try:
+            outcome = _prepare_main(root, stage_dirs, resume, overwrite, health, log)
+        except ConfigError as exc:
+            outcome = exc
+    outcome = share(outcome)
+    if isinstance(outcome, BaseException):
+        raise ConfigError(str(outcome))
+    return outcome
+
+
+def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, health: bool, log) -> dict:
+    check_writable(root)
+    progress = {"stages": {}}
+    if resume:
+        progress = read_progress(root)
+        if not (progress["stages"] or any(last_checkpoint(d) for d in stage_dirs)):
+            log(f"--resume: nothing to resume in {root}; starting from the beginning.")
+    else:
+        start_fresh(root, stage_dirs, log, overwrite)
+    if health:
+        (root / HEALTH).touch()  # empty: no warnings
+    return progress
+
+
+def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
+    """``config.yaml``: the configuration as resolved, re-runnable (``grpo train config.yaml``)."""
+    import yaml
+
+    from grpo_core.config.grpo_args import training_values
+
+    data: dict[str, Any] = {}
+    data.update(training_values(cfg, plans[0].args))
+    data["output_dir"] = str(root)
+    data["model"] = {k: v for k, v in asdict(cfg.model).items() if v is not None}
+    if cfg.lora is not None:
+        data["lora"] = {**cfg.lora, **({"merge": True} if cfg.merge else {})}
+    data["dataset"] = {k: v for k, v in asdict(cfg.dataset).items() if v not in (None, {}, 0) or k == "name"}
+    if cfg.multi_stage:
+        data["stages"] = [{"name": p.section.name, "rewards": [s.as_config() for s in p.section.rewards],
+                           **p.section.training} for p in plans]
+    else:
+        data["rewards"] = [s.as_config() for s in plans[0].section.rewards]
+    if cfg.environment is not None:
+        data.update(cfg.environment.as_config())
+    data["health"] = asdict(cfg.health)
+    if cfg.adaptive is not None:
+        data["adaptive_weights"] = asdict(cfg.adaptive)
+    header = f"# grpo train: resolved configuration (device: {device}); re-run with grpo train {root / RESOLVED}\n"
+    path = root / RESOLVED
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
+    return path
+
+
+__all__ = ["prepare", "check_writable", "last_checkpoint", "read_progress", "write_progress", "truncate_jsonl",
+           "write_resolved", "is_main_process", "from_main", "METRICS", "HEALTH", "PLOT", "PROGRESS", "RESOLVED"]

@@ -1,0 +1,290 @@
+"""One place that prepares a run: config -> plugins -> datasets -> rewards ->
+checks, everything that needs no model. ``grpo train``, its ``--dry-run``,
+``grpo check``, ``grpo preflight`` and ``grpo eval`` all start here, so they see
+the same prompts, rewards, sampling settings and checks.
+
+The walk of a config from the command line to TRL enters each module once:
+
+1. ``cli`` -> ``commands.train``: the arguments;
+2. ``config.load_config``: YAML and command line read and typed once; reward and
+   environment specs parsed (``specs``), resolved through the registries
+   (``registry``, ``plugins``; ``rewards``, ``local_rewards``, ``environments``)
+   and composed with their weights, gates and time limits; `trl grpo` and
+   open-r1 fields translated (``trl_compat``);
+3. ``prepare.prepare`` (here): the datasets and prompts (``data``), each
+   stage's GRPOConfig (``grpo_args``, the one TRL import before training), the
+   dataset's columns against the rewards, ``grpo check`` (``checks``, which
+   scores through ``scoring``), the tokenizer's tool support;
+4. ``outputs.prepare``: output_dir, on the main process only;
+5. ``models.load``: the model and tokenizer;
+6. ``builder.build_trainer``: the trainer, complete when built (``trainer``:
+   the one module that touches TRL's private names; ``reward_policy`` guards
+   each reward; ``callbacks``), then ``train`` runs the stages.
+
+Two returns to a module already left, on purpose: ``checks`` reads the system
+prompt's answer template from ``data``, and ``train`` writes ``config.yaml``
+through ``outputs`` after the model loaded (it records the device's choices).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grpo_core.config.load import RunConfig, StageSection
+from grpo_core.base.errors import ConfigError
+
+
+@dataclass
+class StagePlan:
+    section: StageSection
+    funcs: list
+    weights: list[float]
+    args: Any  # GRPOConfig
+    output_dir: Path
+
+
+@dataclass
+class Prepared:
+    """A run, ready but for the model."""
+
+    cfg: RunConfig
+    device: str
+    train_ds: Any
+    eval_ds: Any
+    plans: list[StagePlan]
+
+    @property
+    def root(self) -> Path:
+        return self.plans[0].output_dir.parent if self.cfg.multi_stage else self.plans[0].output_dir
+
+    def stage(self, name: str | None = None) -> StagePlan:
+        names = [p.section.name for p in self.plans]
+        if name is None:
+            return self.plans[0]
+        if name not in names:
+            raise ConfigError(f"--stage {name!r}: the config's stages are {', '.join(names)}.")
+        return self.plans[names.index(name)]
+
+
+# the TRL and transformers versions grpo is tested with, [low, high): grpo_core.run.trainer
+# relies on their internals (its PRIVATE names); the packaging bounds them the same way
+TESTED = {"trl": ("1.16", "1.17"), "transformers": ("5.2", "6")}
+
+
+def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = print,
+            eval_split: str | None = None, device: str | None = None, tools: bool = True,
+            verbose: bool = False) -> Prepared:
+    """Datasets, plans and checks of ``cfg``: everything that can fail without a model
+    fails here. ``check``: ``grpo check`` first (a failure is a ConfigError after its
+    table); ``eval_split``: the held-out split to build (default ``dataset.eval_split``)."""
+    from grpo_core.config.load import apply_env
+    from grpo_core.config.grpo_args import detect_device
+
+    check_versions()
+    apply_env(cfg)
+    quiet(verbose)
+    device = device or detect_device()
+    train_ds, eval_ds = build_datasets(cfg, eval_split)
+    plans = plan(cfg, train_ds.column_names, device=device)
+    lora_config(cfg)  # peft's own value checks
+    if tools:
+        check_tool_support(cfg, plans[0].args.trust_remote_code)
+    if check:
+        check_or_stop(cfg, train_ds, plans, log)
+    return Prepared(cfg, device, train_ds, eval_ds, plans)
+
+
+def check_versions() -> None:
+    """A clear error at start-up when the installed TRL or transformers is outside the
+    versions tested (the private names grpo_core.run.trainer uses may have moved)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist, (low, high) in TESTED.items():
+        try:
+            found = version(dist)
+        except PackageNotFoundError:
+            raise ConfigError(f"{dist} is not installed: pip install '{dist}>={low},<{high}'.") from None
+        if not _within(found, low, high):
+            raise ConfigError(f"{dist} {found} is installed; grpo is tested with {dist}>={low},<{high} and relies "
+                              f"on its internals: pip install '{dist}>={low},<{high}'.")
+
+
+def _within(found: str, low: str, high: str) -> bool:
+    def key(v: str) -> tuple:
+        return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in v.split(".")[:3])
+
+    return key(low) <= key(found) < key(high)
+
+
+# ------------------------------------------------------------------ data
+
+
+def build_datasets(cfg: RunConfig, eval_split: str | None = None):
+    """``(train, eval or None)`` with TRL's conversational ``prompt`` column, built the
+    one way training, eval, preflight and check see them: the system prompt, and the
+    few-shot examples taken from the start of the training split (never trained on)
+    in every split's prompts. ``eval_split`` overrides ``dataset.eval_split``."""
+    from grpo_core.data.datasets import build_prompts, load_dataset, take_few_shot
+
+    d = cfg.dataset
+    train = load_dataset(d.name, split=d.split, **d.params)
+    few_shot = d.few_shot
+    if few_shot and "question" in train.column_names:
+        few_shot, train = take_few_shot(train, few_shot)
+    train = build_prompts(train, d.system_prompt, few_shot or 0, d.answer_template)
+    _check_environment_columns(cfg, train, f"dataset '{d.name}' (split {d.split})")
+    eval_ds = None
+    if eval_split or d.eval_split:
+        split = eval_split or d.eval_split
+        eval_ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
+        eval_ds = build_prompts(eval_ds, d.system_prompt, few_shot or 0, d.answer_template)
+        _check_environment_columns(cfg, eval_ds, f"dataset '{d.name}' (split {split})")
+    return train, eval_ds
+
+
+def _check_environment_columns(cfg: RunConfig, ds, where: str) -> None:
+    from grpo_core.rewards.environments import COLUMN, check_columns
+
+    check_columns(ds.column_names, cfg.environment, where, values=lambda: ds.unique(COLUMN))
+
+
+def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
+    """Environments and tools need transformers recent enough and a chat template that
+    renders tool calls and that TRL can parse them from: checked on the tokenizer,
+    before any model loads (TRL would only fail after)."""
+    if cfg.environment is None:
+        return
+    from transformers import AutoTokenizer
+
+    from grpo_core.rewards.environments import check_support
+    from grpo_core.config.models import prepare_tokenizer, resolve
+
+    path = resolve(cfg.model.id)
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=cfg.model.revision, trust_remote_code=trust_remote_code)
+    check_support(cfg.environment, prepare_tokenizer(tokenizer), cfg.model.id)
+
+
+# ------------------------------------------------------------------ plans and checks
+
+
+def plan(cfg: RunConfig, train_columns: list[str], *, device: str) -> list[StagePlan]:
+    """Rewards checked against the dataset, GRPOConfig built, per stage."""
+    from grpo_core.data.datasets import check_columns
+    from grpo_core.config.grpo_args import training_args
+
+    plans = []
+    root = None
+    for stage in cfg.stages:
+        funcs, weights = stage.funcs, stage.weights  # composed once, when the config was read
+        check_columns(train_columns, funcs, f"dataset '{cfg.dataset.name}'")
+        if root is None:
+            root = Path(training_args(cfg, stage, device=device, reward_weights=weights).output_dir)
+        out = root / stage.name if cfg.multi_stage else root
+        args = training_args(cfg, stage, device=device, output_dir=str(out), reward_weights=weights)
+        if (args.max_steps is None or args.max_steps <= 0) and cfg.multi_stage:
+            raise ConfigError(f"stage '{stage.name}': set max_steps (steps of this stage).")
+        plans.append(StagePlan(stage, funcs, weights, args, out))
+    return plans
+
+
+def check_or_stop(cfg: RunConfig, train_ds, plans: list[StagePlan] | None, log: Callable) -> None:
+    """``grpo check`` before any model loads; a failure is a ConfigError after its table."""
+    from grpo_core.checks.checks import check_plans
+
+    if not all(rep.ok for rep in check_plans(cfg, train_ds, plans, log=log, brief=True)):
+        raise ConfigError(
+            "grpo check failed (table above): a reward does not pay the gold answer, pays a hack, or gives no "
+            "signal. Fix the reward or the dataset's answer column; --no-check skips the check."
+        )
+
+
+def lora_config(cfg: RunConfig):
+    """peft's ``LoraConfig`` (its own value checks run here, before the model), or None."""
+    if cfg.lora is None:
+        return None
+    from peft import LoraConfig
+
+    try:
+        return LoraConfig(**cfg.lora)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"lora: {exc}") from None
+
+
+# ------------------------------------------------------------------ sampling
+
+
+def fast_generation(cfg: RunConfig, args, device: str) -> bool:
+    """``model.fast_generation``: auto (on CUDA), true or false; a user's own
+    ``cache_implementation`` other than static turns it off, as does vLLM."""
+    setting = cfg.model.fast_generation
+    on = device == "cuda" if setting == "auto" else bool(setting)
+    return on and not args.use_vllm and args.cache_implementation in (None, "static")
+
+
+def generation_threads(cfg: RunConfig, device: str) -> int | None:
+    """Torch threads while sampling on a CPU (``model.generation_threads``); None: torch's own."""
+    return int(cfg.model.generation_threads) if device == "cpu" and cfg.model.generation_threads else None
+
+
+def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
+    """How training samples completions (GRPOConfig and the model section), as
+    ``generation.generate`` keywords: preflight and eval sample the same way."""
+    return dict(max_new_tokens=args.max_completion_length, temperature=args.temperature, top_p=args.top_p,
+                top_k=args.top_k, min_p=args.min_p, repetition_penalty=args.repetition_penalty, seed=args.seed,
+                chat_template_kwargs=getattr(args, "chat_template_kwargs", None),
+                threads=generation_threads(cfg, device), fast=fast_generation(cfg, args, device))
+
+
+def quiet(verbose: bool = False) -> None:
+    """Progress bars of dataset mapping and weight loading would bury the step lines;
+    ``--verbose`` keeps them. transformers' deprecation of the gradient_checkpointing
+    names, which TRL and peft still call on every step, is not ours to show."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable|_kwargs)?` is "
+                            r"deprecated", category=FutureWarning)
+    if verbose:
+        return
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def load_model(p: Prepared, log: Callable[[str], None] = print):
+    """The model and tokenizer the config names, with the precision the device calls for."""
+    from grpo_core.config.models import load
+    from grpo_core.config.precision import choose
+
+    cfg, a = p.cfg, p.plans[0].args
+    precision = choose(p.device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None)
+    t0 = time.perf_counter()
+    model, tokenizer = load(
+        cfg.model.id, dtype=precision.load, attn_implementation=cfg.model.attn_implementation,
+        revision=cfg.model.revision, trust_remote_code=a.trust_remote_code, device=p.device,
+        extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})},
+        chat_template=cfg.model.chat_template, log=log)
+    log(f"Loaded {cfg.model.id} ({sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters) "
+        f"on {p.device} in {time.perf_counter() - t0:.1f}s: {precision.describe(cfg.lora is not None)}"
+        + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")
+        + ".")
+    return model, tokenizer, precision
+
+
+def _quantization(quantization: dict | None) -> dict:
+    """bitsandbytes loading as `trl grpo` does it (TRL's ModelConfig fields)."""
+    if not quantization:
+        return {}
+    from trl import ModelConfig, get_kbit_device_map, get_quantization_config
+
+    return {"quantization_config": get_quantization_config(ModelConfig(**quantization)),
+            "device_map": get_kbit_device_map()}
+
+
+__all__ = ["prepare", "check_versions", "TESTED", "Prepared", "StagePlan", "build_datasets", "plan", "check_or_stop", "check_tool_support",
+           "lora_config", "fast_generation", "sampling_settings", "load_model", "quiet"]

@@ -1,0 +1,399 @@
+"""``grpo train``: the stages of a prepared run, on one model, with ``trl.GRPOTrainer``.
+
+:mod:`grpo_core.run.prepare` checks everything that needs no model (its docstring
+walks a config from the command line to TRL); :mod:`grpo_core.run.outputs` readies
+output_dir on the main process; :mod:`grpo_core.run.builder` makes each stage's
+trainer. Stages run in order on one model (LoRA adapter or full weights carried
+over); each has its own rewards, optimizer and schedule, and its own checkpoints
+under ``output_dir/<stage>/`` (a single-stage run checkpoints in ``output_dir``).
+
+Outputs in ``output_dir``: ``checkpoint-N/`` (TRL's schedule), ``adapter/``
+(LoRA) or ``model/`` (full fine-tune), ``merged/`` (``lora.merge: true``),
+``config.yaml`` (resolved, re-runnable), ``metrics.jsonl``, ``health.jsonl``,
+``rewards.png``, ``progress.json`` (what ``--resume`` reads).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_core.run import outputs
+from grpo_core.config.load import RunConfig
+from grpo_core.base.errors import ConfigError, GrpoError
+from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
+from grpo_core.run.prepare import Prepared, StagePlan, build_datasets, plan  # noqa: F401 - re-exported, as before
+
+
+@dataclass
+class TrainResult:
+    output_dir: Path
+    global_step: int
+    interrupted: bool = False
+    stages: list[dict] = field(default_factory=list)
+    final_dir: Path | None = None
+    merged_dir: Path | None = None
+    plot: Path | None = None
+    health_events: list[dict] = field(default_factory=list)
+    stopped: str | None = None  # why training stopped early (non-finite values), with advice
+    exit_code: int = 0  # 130 after Ctrl-C, 143 after SIGTERM, 1 after a non-finite stop
+
+
+# ------------------------------------------------------------------ model helpers
+
+
+def _unwrap(trainer):
+    return trainer.accelerator.unwrap_model(trainer.model)
+
+
+def _save_final(model, tokenizer, path: Path, trainer=None) -> None:
+    """Adapter or weights + tokenizer at ``path``; through the trainer when there is
+    one (it gathers sharded weights and writes on the main process only)."""
+    if trainer is not None:
+        trainer.save_model(str(path))
+        return
+    if not is_main_process():
+        return
+    if path.exists():
+        shutil.rmtree(path)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def _load_stage_weights(cfg: RunConfig, model, path: Path):
+    """The model as a finished stage left it (its saved adapter or weights)."""
+    if cfg.lora is not None:
+        from peft import PeftModel
+
+        if isinstance(model, PeftModel):
+            model.load_adapter(str(path), adapter_name="default", is_trainable=True)
+            return model
+        return PeftModel.from_pretrained(model, str(path), is_trainable=True)
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(path), dtype=model.dtype)
+
+
+# ------------------------------------------------------------------ run
+
+
+@dataclass
+class Run:
+    """What the steps of :func:`run` share: the prepared run, where it writes, how it speaks."""
+
+    p: Prepared
+    precision: Any  # precision.Precision
+    resume: bool | str
+    progress: dict
+    log: Callable[[str], None]
+    stream: Any
+    extra_callbacks: list
+    main: bool = True
+    offset: int = 0  # global steps of the stages before the current one
+    carried: str | None = None  # weights a finished stage left, to load before the next one
+    trainer: Any = None
+    heldout: list | None = None  # held-out rows for eval/accuracy (grpo_core.run.heldout), or None
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.p.cfg
+
+    @property
+    def root(self) -> Path:
+        return self.p.root
+
+    @property
+    def plans(self) -> list[StagePlan]:
+        return self.p.plans
+
+
+def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, check: bool = True,
+        log: Callable[[str], None] = print, stream=None, extra_callbacks: list | None = None,
+        verbose: bool = False) -> TrainResult:
+    """Train as ``cfg`` says; see the module docstring for the outputs. ``check``: run
+    ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure;
+    ``verbose``: keep the libraries' progress bars."""
+    from grpo_core.run.heldout import heldout_rows
+    from grpo_core.run.prepare import load_model, lora_config, prepare
+
+    main = is_main_process()
+    if not main:
+        log = lambda message: None  # noqa: E731 - one process speaks
+    p = prepare(cfg, check=check, log=log, verbose=verbose)
+    resume = resume or p.plans[0].args.resume_from_checkpoint or False
+    _check_resume_arg(resume)
+    progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
+                               health=cfg.health.enabled, log=log)
+    if main:
+        from grpo_core.checks import manifest
+
+        outputs.write_resolved(cfg, p.plans, p.root, p.device)
+        manifest.write(p.root, manifest.build(cfg))
+    model, tokenizer, precision = load_model(p, log)
+    r = Run(p, precision, resume, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
+    r.heldout = heldout_rows(cfg, p, log)
+    peft_config = lora_config(cfg)
+    result = TrainResult(output_dir=r.root, global_step=0)
+    for i, stage in enumerate(r.plans):
+        model = _run_stage(r, i, stage, model, tokenizer, result, peft_config)
+        if result.interrupted or result.stopped:
+            break
+    if r.carried:
+        model = _load_stage_weights(cfg, model, Path(r.carried))
+    result.plot = plot_safely(r.root, r.log) if r.main else None
+    if result.interrupted or result.stopped:
+        return result
+    return _finish(r, model, tokenizer, result)
+
+
+def _check_resume_arg(resume) -> None:
+    if resume and isinstance(resume, str) and resume not in ("true", "True") and not Path(resume).is_dir():
+        raise ConfigError(f"--resume {resume}: no such checkpoint directory.")
+
+
+def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
+    """The checkpoint this stage resumes from (metrics and health cut back to it; settings
+    changed since it was written taken, or refused: :mod:`grpo_core.run.resume`), or None."""
+    if not r.resume:
+        return None
+    from grpo_core.run import resume as rules
+
+    resume = r.resume
+    explicit = isinstance(resume, str) and resume not in ("true", "True")
+    ckpt = Path(resume) if explicit and i == _stage_of(resume, r.plans) else last_checkpoint(p.output_dir)
+    step = 0
+    if ckpt is not None:
+        step = outputs.checkpoint_step(ckpt)
+        r.log(f"Resuming{f' stage {p.section.name!r}' if r.cfg.multi_stage else ''} from {ckpt} (step {step}).")
+        saved = rules.read(ckpt)
+        if saved is not None:
+            changes = rules.compare(saved, rules.settings_of(r.cfg, p, len(r.p.train_ds)), step)
+            if changes.refused:
+                raise ConfigError(changes.error(ckpt))
+            for line in changes.applied:
+                r.log(f"  {line}")
+    if r.main:
+        from grpo_core.run import rollout_log
+
+        for name in (METRICS, HEALTH):
+            outputs.truncate_jsonl(r.root / name, r.offset + step)
+        rollout_log.truncate(r.root / rollout_log.FOLDER, r.offset + step)
+    return ckpt
+
+
+def _stage_callbacks(r: Run, p: StagePlan) -> dict:
+    from grpo_core.run import heldout
+
+    out = _monitors(r, p)
+    held = heldout.callback(r.cfg, r.p, p, r.heldout, r.offset)
+    if held is not None:
+        out["heldout"] = held
+    return out
+
+
+def _monitors(r: Run, p: StagePlan) -> dict:
+    from grpo_core.run.callbacks import (
+        AdaptiveWeightsCallback,
+        HealthCallback,
+        InterruptCallback,
+        MetricsCallback,
+    )
+
+    name, cfg = p.section.name, r.cfg
+    out = {"metrics": MetricsCallback(r.root / METRICS, name, r.offset, stream=r.stream),
+           "interrupt": InterruptCallback()}
+    if cfg.health.enabled:
+        out["health"] = HealthCallback(cfg.health, r.root / HEALTH, name, r.offset,
+                                             warn=lambda m: r.log(f"warning: {m}"))
+    if cfg.adaptive is not None:
+        out["adaptive"] = AdaptiveWeightsCallback(cfg.adaptive, [f.__name__ for f in p.funcs], p.weights)
+    return out
+
+
+def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, peft_config):
+    from grpo_core.run import rollout_log
+    from grpo_core.run.builder import build_trainer
+    from grpo_core.run.resume import settings_of
+
+    every = r.cfg.log.rollout_every
+    log = {"folder": r.root / rollout_log.FOLDER, "every": every, "stage": p.section.name, "offset": r.offset,
+           "index": rollout_log.prompt_index(r.p.train_ds)} if every else None
+    return build_trainer(r.cfg, p, model, tokenizer, device=r.p.device, train_ds=r.p.train_ds, eval_ds=r.p.eval_ds,
+                         precision=r.precision, peft_config=peft_config,
+                         callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
+                         report=lambda event: _report_nonfinite(r, p, event), settings=settings_of(r.cfg, p, len(r.p.train_ds)),
+                         rollout_log=log)
+
+
+def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
+    """One line in health.jsonl and a warning, for every dropped update."""
+    trainer = r.trainer
+    action = "stopping" if trainer is not None and trainer.guard.stop is event else "update dropped, going on"
+    message = f"{event.describe()}; {action}" + (" (weights from before the last update restored)" if event.restored else "")
+    r.log(f"warning: {message}")
+    if r.main and r.cfg.health.enabled:
+        record = {"step": r.offset + event.step, "stage": p.section.name, "check": "nonfinite",
+                  "metric": event.metric, "value": None if event.value != event.value else event.value,
+                  "learning_rate": event.learning_rate, "restored": event.restored,
+                  "weights_of": r.offset + event.weights_of, "message": message}
+        with open(r.root / HEALTH, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResult, peft_config=None):
+    """Train one stage (or skip it when a resumed run already finished it); the model after it."""
+    name = p.section.name
+    done = r.progress["stages"].get(name, {})
+    if r.resume and done.get("done"):
+        r.offset += int(done.get("steps", 0))
+        r.carried = done.get("final")
+        result.stages.append({"name": name, "steps": int(done.get("steps", 0)), "skipped": True})
+        r.log(f"Stage '{name}' already finished ({done.get('steps')} steps); skipping.")
+        return model
+    if r.carried:
+        model = _load_stage_weights(r.cfg, model, Path(r.carried))
+        r.carried = None
+    ckpt = _stage_checkpoint(r, i, p)
+    callbacks = _stage_callbacks(r, p)
+    r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks, peft_config)
+    if r.cfg.multi_stage:
+        rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
+        r.log(f"Stage {i + 1}/{len(r.plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
+    _train(r, trainer, ckpt, callbacks["interrupt"])
+    model = _unwrap(trainer)
+    steps = trainer.state.global_step
+    if "health" in callbacks:
+        result.health_events.extend(callbacks["health"].events)
+    result.global_step = r.offset + steps
+    diverged = callbacks["health"].stop if "health" in callbacks else None
+    if callbacks["interrupt"].requested or trainer.guard.stop is not None or diverged:
+        _report_stop(r, p, trainer, callbacks["interrupt"], result, diverged)
+        return model
+    r.offset += steps
+    result.stages.append({"name": name, "steps": steps})
+    final = p.output_dir / "final" if r.cfg.multi_stage else r.root / ("adapter" if r.cfg.lora is not None else "model")
+    _save_final(model, tokenizer, final, trainer)
+    r.progress["stages"][name] = {"done": True, "steps": steps, "final": str(final)}
+    if r.main:
+        outputs.write_progress(r.root, r.progress)
+    return model
+
+
+def _train(r: Run, trainer, ckpt: Path | None, interrupt) -> None:
+    """``trainer.train`` with Ctrl-C handled at step boundaries; a crash inside a
+    step leaves a checkpoint of the last completed step."""
+    interrupt.install()
+    try:
+        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+    except Exception as exc:
+        saved = _save_after_crash(r, trainer)
+        if isinstance(exc, GrpoError):
+            raise type(exc)(f"{exc}\n{saved}") from None
+        r.log(saved)
+        raise
+    finally:
+        interrupt.uninstall()
+
+
+def _save_after_crash(r: Run, trainer) -> str:
+    """A checkpoint of the last completed step (weights, optimizer, scheduler and data
+    position as that step left them), and the line that says how to go on."""
+    step = trainer.state.global_step
+    if step == 0:
+        return "No step had completed, so there is nothing to resume; fix the cause and start again."
+    out = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+    try:
+        if not out.is_dir():
+            trainer.save_checkpoint_now()
+    except Exception as exc:  # a broken device cannot save; say so, keep the first error
+        return f"Could not save a checkpoint at step {step} ({type(exc).__name__}: {exc})."
+    return f"Saved {out} (step {step}, the last completed step). Continue with: {r.cfg.resume_command()}"
+
+
+def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult, diverged: dict | None = None) -> None:
+    """The message for a run that ended before its last step, with what to do next."""
+    ck = last_checkpoint(p.output_dir)
+    again = r.cfg.resume_command()
+    if interrupt.requested:
+        result.interrupted = True
+        result.exit_code = interrupt.exit_code
+        r.log(f"Saved {ck} at step {result.global_step}. Continue with: {again}")
+        return
+    if diverged is not None and trainer.guard.stop is None:
+        result.exit_code = 1
+        result.stopped = (f"Training stopped (health.on_divergence: stop) at step {diverged['step']}: "
+                          f"{diverged['message']} Saved {ck}. Continue with: {again}")
+        r.log(result.stopped)
+        return
+    event = trainer.guard.stop
+    if event.saves_checkpoint:
+        how = ("restored from before the update" if event.restored else f"step {event.step}'s update dropped")
+        of = "the starting weights" if event.weights_of == 0 else f"the weights as step {r.offset + event.weights_of} left them"
+        saved = f"Saved {ck}: the last sound state, {of} ({how}). Continue with: {again}"
+    else:
+        bad = "blown up" if event.metric == "jump" else "non-finite"
+        keep = "" if r.cfg.health.snapshot is True else " (health.snapshot: true keeps a copy to restore)"
+        saved = (f"The weights are {bad} and were not saved{keep}; the last checkpoint is {ck}: {again}"
+                 if ck is not None else
+                 f"The weights are {bad} and were not saved{keep}; no earlier checkpoint exists (save_steps): "
+                 f"start over.")
+    result.exit_code = 1
+    result.stopped = f"Training stopped: {event.describe()}. {saved}\n{_nonfinite_advice(r, p)}"
+    r.log(result.stopped)
+
+
+def _nonfinite_advice(r: Run, p: StagePlan) -> str:
+    a, prec = p.args, r.precision
+    tips = [f"a lower learning_rate (now {a.learning_rate:g})"]
+    if prec.trainable != "float32":
+        tips.append(f"float32 trainable weights (model.dtype: auto; now {prec.trainable})")
+    if not a.max_grad_norm or a.max_grad_norm <= 0 or a.max_grad_norm > 1:
+        tips.append(f"max_grad_norm: 1.0 (now {a.max_grad_norm})")
+    tips.append("health.on_nonfinite: skip, to drop such updates and go on")
+    return "Try: " + "; ".join(tips) + "."
+
+
+def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
+    """The final adapter or model, optionally merged and pushed; the closing line."""
+    cfg, root, trainer = r.cfg, r.root, r.trainer
+    final = root / ("adapter" if cfg.lora is not None else "model")
+    if cfg.multi_stage or not final.is_dir():
+        _save_final(model, tokenizer, final, trainer)
+    result.final_dir = final
+    if trainer is not None and r.plans[-1].args.push_to_hub:
+        trainer.push_to_hub()
+    if cfg.merge and r.main:
+        merged = model.merge_and_unload()
+        _save_final(merged, tokenizer, root / "merged")
+        result.merged_dir = root / "merged"
+    r.log(f"Done: {result.global_step} steps. Outputs in {root}: {final.name}/"
+          + (", merged/" if result.merged_dir else "")
+          + f", {METRICS}, {PLOT}, {RESOLVED}"
+          + (f", {HEALTH} ({len(result.health_events)} warnings)" if result.health_events else "") + ".")
+    return result
+
+
+def _stage_of(checkpoint: str, plans: list[StagePlan]) -> int:
+    path = Path(checkpoint).resolve()
+    for i, p in enumerate(plans):
+        if path.parent == p.output_dir.resolve():
+            return i
+    return -1
+
+
+def plot_safely(root: Path, log: Callable) -> Path | None:
+    from grpo_core.run.plotting import plot_rewards
+
+    try:
+        return plot_rewards(root / METRICS, root / PLOT, title=f"GRPO rewards: {root.name}")
+    except Exception as exc:  # a plotting problem must never cost the trained model
+        log(f"warning: could not draw {PLOT}: {type(exc).__name__}: {exc}")
+        return None
+
+
+__all__ = ["run", "TrainResult", "GrpoError"]
