@@ -11,7 +11,7 @@ from transformers import TrainerCallback
 
 from grpo_core.run import callbacks
 from grpo_core.run.callbacks import summary_line
-from grpo_core.config.load import AdaptiveSection, HealthSection
+from grpo_core.config.schema import AdaptiveSection, HealthSection
 
 from .conftest import TINY
 

@@ -10,7 +10,7 @@ import pytest
 
 import grpo_core
 from grpo_core.run.callbacks import HealthCallback
-from grpo_core.config.load import HealthSection
+from grpo_core.config.schema import HealthSection
 
 from .conftest import TINY
 

@@ -6,16 +6,6 @@ command or function needs them.
 
 from __future__ import annotations
 
-from grpo_core.base.version import __version__
-
-from grpo_core.data.datasets import (
-    build_prompt,
-    build_prompts,
-    check_columns,
-    list_datasets,
-    list_system_prompts,
-    load_dataset,
-)
 from grpo_core.base.errors import (
     DuplicateNameError,
     GrpoError,
@@ -26,9 +16,25 @@ from grpo_core.base.errors import (
     SpecError,
     UnknownNameError,
 )
-from grpo_core.hookspecs import hookimpl
-from grpo_core.rewards.reward import Reward, RewardSpec, compose_rewards, get_reward, list_rewards, parse_spec
 from grpo_core.base.text import completion_text, text_reward
+from grpo_core.base.version import __version__
+from grpo_core.data.datasets import (
+    build_prompt,
+    build_prompts,
+    check_columns,
+    list_datasets,
+    list_system_prompts,
+    load_dataset,
+)
+from grpo_core.hookspecs import hookimpl
+from grpo_core.rewards.reward import (
+    Reward,
+    RewardSpec,
+    compose_rewards,
+    get_reward,
+    list_rewards,
+    parse_spec,
+)
 
 __all__ = [
     "__version__",

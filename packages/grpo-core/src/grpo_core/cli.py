@@ -9,8 +9,8 @@ import importlib
 import sys
 import warnings
 
-from grpo_core.base.version import __version__
 from grpo_core.base.errors import GrpoError, PluginWarning
+from grpo_core.base.version import __version__
 
 COMMANDS = (
     "plugins",

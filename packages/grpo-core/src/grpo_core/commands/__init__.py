@@ -12,7 +12,7 @@ from grpo_core.base.tables import number, table  # noqa: F401 - the commands' ta
 def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:
     """``--key value`` / ``--key=value`` / ``--flag`` parameters, read as config
     overrides are (YAML values)."""
-    from grpo_core.config.load import flag_value, flag_values
+    from grpo_core.config.overrides import flag_value, flag_values
 
     return {key: flag_value(values) for key, values in flag_values(extra, command)}
 

@@ -28,6 +28,7 @@ def run(args) -> int:
     from grpo_core.checks.checks import check_plans
     from grpo_core.config.load import load_config
     from grpo_core.run.prepare import build_datasets, quiet
+
     from .train import print_notes
 
     cfg = load_config(args.config, args.extra, strict=args.strict)

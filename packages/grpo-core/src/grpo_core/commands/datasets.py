@@ -35,9 +35,9 @@ def run_list(args) -> int:
 def run_show(args) -> int:
     import datasets
 
-    from grpo_core.plugin import registry
-    from grpo_core.data.datasets import build_prompts, load_dataset
     from grpo_core.base.params import split_signature
+    from grpo_core.data.datasets import build_prompts, load_dataset
+    from grpo_core.plugin import registry
 
     datasets.disable_progress_bars()
     params = parse_key_values(args.extra, "grpo datasets show")

@@ -29,6 +29,7 @@ def run_list(args) -> int:
 def run_show(args) -> int:
     from grpo_core.plugin import registry
     from grpo_core.rewards.environments import EnvironmentSpec, resolve
+
     from .rewards import describe_parameters
 
     entry = registry.environments().get(args.name)

@@ -63,8 +63,8 @@ def _share_full(values) -> float:
 
 def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
     from grpo_core.base.errors import GrpoError
-    from grpo_core.run.generation import adapter_base, check_matches_base, is_adapter_dir
     from grpo_core.config.models import resolve
+    from grpo_core.run.generation import adapter_base, check_matches_base, is_adapter_dir
 
     if not checkpoint.is_dir():
         raise GrpoError(f"--checkpoint {checkpoint} is not a directory.")
@@ -105,11 +105,11 @@ def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
 
 
 def run(args) -> int:
-    from grpo_core.config.load import load_config
     from grpo_core.base.errors import GrpoError
+    from grpo_core.config.load import load_config
+    from grpo_core.rewards.scoring import score_batch
     from grpo_core.run.generation import generate, load_policy
     from grpo_core.run.prepare import prepare
-    from grpo_core.rewards.scoring import score_batch
 
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:

@@ -44,9 +44,9 @@ def _rows(args) -> list[dict]:
 
 def run(args) -> int:
     from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
-    from grpo_core.run.generation import generate, load_policy
     from grpo_core.rewards.reward import compose_rewards
     from grpo_core.rewards.scoring import score_batch
+    from grpo_core.run.generation import generate, load_policy
 
     rows = _rows(args)
     funcs, weights = compose_rewards(args.rewards) if args.rewards else ([], [])

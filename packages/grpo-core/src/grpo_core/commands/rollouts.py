@@ -123,8 +123,8 @@ def empty(row: dict) -> bool:
 
 
 def run(args) -> int:
-    from grpo_core.run import rollout_log
     from grpo_core.base.errors import GrpoError
+    from grpo_core.run import rollout_log
 
     run_dir = args.run.parent if args.run.name == rollout_log.FOLDER else args.run
     try:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from grpo_core.base.tables import number as show_number
+
 from . import print_json, table
 
 INPUTS = (".jsonl", ".csv", ".parquet")

@@ -1,4 +1,4 @@
-"""The GRPOConfig of a stage, built from a parsed :class:`~grpo_core.config.load.RunConfig`:
+"""The GRPOConfig of a stage, built from a parsed :class:`~grpo_core.config.schema.RunConfig`:
 TRL's own ``TrlParser`` over the YAML's values, the stage's and the command line's
 (typed when the config was read);
 the device and logging chosen where the user did not; values TRL would only fail on
@@ -11,8 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from grpo_core.config.load import RunConfig, StageSection, _unknown_key, grpo_fields
 from grpo_core.base.errors import ConfigError
+from grpo_core.config.overrides import grpo_fields
+from grpo_core.config.removed import unknown_key
+from grpo_core.config.schema import RunConfig, StageSection
 
 
 def detect_device() -> str:
@@ -68,7 +70,7 @@ def training_args(cfg: RunConfig, stage: StageSection, *, device: str | None = N
     parser = TrlParser([GRPOConfig])
     unused = parser.set_defaults_with_config(**values)
     if unused:
-        raise _unknown_key(unused[0], "", sorted(grpo_fields()))
+        raise unknown_key(unused[0], "", sorted(grpo_fields()))
     try:
         (args,) = parser.parse_args_into_dataclasses(args=[])
     except SystemExit:

@@ -7,17 +7,17 @@ its 13 names, their parameters as top-level fields, ``dataset_prompt_column``,
 revision and wandb fields). :mod:`grpo_core.config.trl_compat` is the one translation
 place; it calls :func:`take` and :func:`translate` here for these fields. Reward
 names go through :mod:`grpo_core.rewards.openr1_rewards`; the dataset is the ``openr1``
-loader below (open-r1's ``get_dataset`` and ``make_conversation``). Fields only
+loader (:mod:`grpo_core.data.recipe_datasets`) (open-r1's ``get_dataset`` and ``make_conversation``). Fields only
 open-r1's own scripts use are noted once as ignored, by name. Read against open-r1
 at commit 1416fa0 (``src/open_r1/configs.py``, ``grpo.py``, ``utils/data.py``).
 """
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from grpo_core.base.errors import ConfigError
+from grpo_core.data.recipe_datasets import check_mixture
 from grpo_core.rewards.openr1_rewards import OPENR1_REWARDS
 
 # open-r1's reward_funcs when a recipe sets none (GRPOScriptArguments' default)
@@ -201,137 +201,5 @@ def _env(raw: dict, key: str, var: str, value: Any, problems) -> None:
         env[var] = str(value)
 
 
-def reward_hint(name: str, ours: list[str]) -> str:
-    """What an unknown reward name may have meant: TRL's and open-r1's names map to ours;
-    otherwise the nearest names across the three."""
-    from grpo_core.config.trl_compat import TRL_REWARDS
-
-    if name in OPENR1_REWARDS:
-        spec = OPENR1_REWARDS[name].spec
-        return (f"'{name}' is open-r1's name: it maps to {spec} (reward_funcs: [{name}] in an open-r1 recipe is "
-                f"read so; under rewards: write {spec}).")
-    if name in REMOTE:
-        return f"'{name}' is open-r1's remote judge: it needs {REMOTE[name]}. {LOCAL_INSTEAD}."
-    if name in TRL_REWARDS:
-        return f"'{name}' is TRL's name: write trl.rewards.{name} (or reward_funcs: [{name}], as `trl grpo` reads it)."
-    theirs = [n for n, e in OPENR1_REWARDS.items() if e.spec == name]
-    if theirs:  # an open-r1 name mapped here, and the plugin that registers it is not loaded
-        from grpo_core.plugin.registry import KNOWN_NAMESPACES
-
-        dist = KNOWN_NAMESPACES.get(name.split(".", 1)[0], "the plugin that registers it")
-        return (f"open-r1's {' and '.join(theirs)} map{'s' if len(theirs) == 1 else ''} to {name}, from {dist}: "
-                f"pip install {dist} (and, if GRPO_PLUGINS is set, add it there).")
-    labelled = {n: n for n in ours}
-    labelled.update({n: f"{n} (open-r1's: {e.spec})" for n, e in OPENR1_REWARDS.items()})
-    labelled.update({n: f"{n} (TRL's: trl.rewards.{n})" for n in TRL_REWARDS})
-    close = difflib.get_close_matches(name, list(labelled), n=4, cutoff=0.6)
-    return f"Nearest across grpo's, TRL's and open-r1's names: {', '.join(labelled[c] for c in close)}." if close else ""
-
-
-# ------------------------------------------------------------------ the `openr1` dataset
-
-
-def _gold(batch: dict) -> dict:
-    from grpo_core.base.text import last_boxed
-
-    return {"answer": [None if s is None else (last_boxed(str(s)) or str(s)) for s in batch["answer"]]}
-
-MIXTURE_KEYS = ("datasets", "seed", "test_split_size")
-MIXTURE_ENTRY_KEYS = ("id", "config", "split", "columns", "weight")
-
-
-def check_mixture(mixture: Any) -> list[str]:
-    """Problems of an open-r1 ``dataset_mixture``, found before anything loads."""
-    example = "dataset_mixture: {datasets: [{id: data.jsonl, weight: 0.5}], seed: 0}"
-    if not isinstance(mixture, dict) or not isinstance(mixture.get("datasets"), list) or not mixture["datasets"]:
-        return [f"dataset_mixture must be a mapping with a non-empty 'datasets' list, got {mixture!r}; e.g. {example}."]
-    out = [f"dataset_mixture has no option '{k}'; its options are: {', '.join(MIXTURE_KEYS)}."
-           for k in mixture if k not in MIXTURE_KEYS]
-    columns = []
-    for i, entry in enumerate(mixture["datasets"], 1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-            out.append(f"dataset_mixture.datasets entry {i} needs an id (a hub id or a local path), got {entry!r}.")
-            continue
-        out += [f"dataset_mixture.datasets entry {i} has no option '{k}'; use {', '.join(MIXTURE_ENTRY_KEYS)}."
-                for k in entry if k not in MIXTURE_ENTRY_KEYS]
-        weight = entry.get("weight")
-        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0):
-            out.append(f"dataset_mixture.datasets entry {i} ({entry['id']}): weight {weight!r} must be a number > 0 "
-                       f"(the share of its rows kept, 1.0 for all).")
-        if entry.get("columns") is not None:
-            columns.append(sorted(entry["columns"]))
-    if any(c != columns[0] for c in columns):
-        out.append(f"dataset_mixture: every entry's columns must be the same (as open-r1 requires), got {columns}.")
-    return out
-
-
-def openr1_dataset(split: str = "train", dataset_name: str | None = None, dataset_config: str | None = None,
-                   dataset_mixture: dict | None = None, prompt_column: str = "prompt", columns: dict | None = None,
-                   streaming: bool = False, datasets: list | None = None, test_split_size: float | None = None):
-    """A dataset as open-r1's GRPO script loads it: ``dataset_name`` (or ``dataset_mixture``,
-    open-r1's: a ``weight`` keeps that share of an entry's rows), and ``prompt_column``'s
-    text as the user turn (it becomes ``question``, so the system prompt goes first, as in
-    open-r1's make_conversation). ``columns`` renames what open-r1's rewards read under
-    another name (``solution`` becomes ``answer``)."""
-    from grpo_core.config.trl_compat import trl_dataset
-
-    if dataset_mixture is not None:
-        problems = check_mixture(dataset_mixture)
-        if problems:
-            raise ConfigError(problems[0])
-        ds = _mixture(dataset_mixture, split)
-    else:
-        ds = trl_dataset(split, dataset_name, dataset_config, streaming, datasets, test_split_size)
-    what = dataset_name or "the dataset mixture"
-    return _renamed(_prompt(ds, prompt_column, what), columns or {}, what)
-
-
-def _mixture(mixture: dict, split: str):
-    """open-r1's get_dataset for a mixture: each entry's split, its columns, a seeded
-    share of its rows; all shuffled together; a seeded test split when asked."""
-    import datasets as hf
-
-    from grpo_core.config.trl_compat import _split, trl_dataset
-
-    seed = mixture.get("seed", 0)
-    parts = []
-    for entry in mixture["datasets"]:
-        ds = trl_dataset(entry.get("split", "train"), entry["id"], entry.get("config"))
-        if entry.get("columns") is not None:
-            ds = ds.select_columns(entry["columns"])
-        if entry.get("weight") is not None:
-            ds = ds.shuffle(seed=seed).select(range(int(len(ds) * entry["weight"])))
-        parts.append(ds)
-    combined = hf.concatenate_datasets(parts).shuffle(seed=seed)
-    size = mixture.get("test_split_size")
-    splits = combined.train_test_split(test_size=size, seed=seed) if size is not None else {"train": combined}
-    return _split(splits, split, "dataset_mixture")
-
-
-def _prompt(ds, column: str, what: str):
-    """``column``'s text becomes ``question`` (TRL's conversational prompts stay as they are)."""
-    if column not in ds.column_names:
-        raise ConfigError(f"dataset_prompt_column '{column}' is not a column of {what}; it has: "
-                          f"{', '.join(ds.column_names)}. Set dataset_prompt_column to the column holding the prompt.")
-    if column == "prompt" and len(ds) and isinstance(ds[0]["prompt"], list):
-        return ds
-    drop = [c for c in ("question", "prompt") if c in ds.column_names and c != column]
-    return ds.remove_columns(drop).rename_column(column, "question") if column != "question" else ds.remove_columns(drop)
-
-
-def _renamed(ds, columns: dict, what: str):
-    """open-r1's reward columns under our names; a ``solution`` becomes the gold ``answer``
-    as open-r1's math_verify reads it: its last ``\\boxed{}``, else the whole text."""
-    for theirs, ours in columns.items():
-        if theirs in ds.column_names:
-            ds = ds.remove_columns([ours] if ours in ds.column_names else []).rename_column(theirs, ours)
-            if ours == "answer":
-                ds = ds.map(_gold, batched=True, desc="Reading the gold answers")
-        elif ours not in ds.column_names:
-            raise ConfigError(f"{what} has neither '{theirs}' (open-r1's name) nor '{ours}' (grpo's), the column its "
-                              f"rewards read as the gold answer; it has: {', '.join(ds.column_names)}.")
-    return ds
-
-
-__all__ = ["take", "translate", "reward_spec", "reward_names", "dataset_params", "reward_columns", "reward_hint", "openr1_dataset",
-           "check_mixture", "is_recipe", "KEYS", "DEFAULT_REWARDS", "REMOTE", "IGNORED", "LAUNCH"]
+__all__ = ["take", "translate", "reward_spec", "reward_names", "dataset_params", "reward_columns", 
+           "is_recipe", "KEYS", "DEFAULT_REWARDS", "REMOTE", "IGNORED", "LAUNCH"]

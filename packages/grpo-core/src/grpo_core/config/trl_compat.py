@@ -16,10 +16,12 @@ ours (:mod:`grpo_core.rewards.openr1_rewards`), a reward model id to the registe
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
-from grpo_core.config import openr1
 from grpo_core.base.errors import ConfigError
+from grpo_core.config import openr1
+from grpo_core.plugin.registry import KNOWN_NAMESPACES
 
 MODEL = {"model_name_or_path": "id", "model_revision": "revision", "dtype": "dtype", "torch_dtype": "dtype",
          "attn_implementation": "attn_implementation"}
@@ -202,45 +204,27 @@ def soft_overlong_punishment(completion_ids, max_completion_len: int = 1280, sof
     return get_soft_overlong_punishment(max_completion_len, soft_punish_cache)(completion_ids=completion_ids, **kwargs)
 
 
-# ------------------------------------------------------------------ the `trl` dataset
+def reward_hint(name: str, ours: list[str]) -> str:
+    """What an unknown reward name may have meant: TRL's and open-r1's names map to ours;
+    otherwise the nearest names across the three."""
+    if name in openr1.OPENR1_REWARDS:
+        spec = openr1.OPENR1_REWARDS[name].spec
+        return (f"'{name}' is open-r1's name: it maps to {spec} (reward_funcs: [{name}] in an open-r1 recipe is "
+                f"read so; under rewards: write {spec}).")
+    if name in openr1.REMOTE:
+        return f"'{name}' is open-r1's remote judge: it needs {openr1.REMOTE[name]}. {openr1.LOCAL_INSTEAD}."
+    if name in TRL_REWARDS:
+        return f"'{name}' is TRL's name: write trl.rewards.{name} (or reward_funcs: [{name}], as `trl grpo` reads it)."
+    theirs = [n for n, e in openr1.OPENR1_REWARDS.items() if e.spec == name]
+    if theirs:  # an open-r1 name mapped here, and the plugin that registers it is not loaded
+        dist = KNOWN_NAMESPACES.get(name.split(".", 1)[0], "the plugin that registers it")
+        return (f"open-r1's {' and '.join(theirs)} map{'s' if len(theirs) == 1 else ''} to {name}, from {dist}: "
+                f"pip install {dist} (and, if GRPO_PLUGINS is set, add it there).")
+    labelled = {n: n for n in ours}
+    labelled.update({n: f"{n} (open-r1's: {e.spec})" for n, e in openr1.OPENR1_REWARDS.items()})
+    labelled.update({n: f"{n} (TRL's: trl.rewards.{n})" for n in TRL_REWARDS})
+    close = difflib.get_close_matches(name, list(labelled), n=4, cutoff=0.6)
+    return f"Nearest across grpo's, TRL's and open-r1's names: {', '.join(labelled[c] for c in close)}." if close else ""
 
 
-def trl_dataset(split: str = "train", dataset_name: str | None = None, dataset_config: str | None = None,
-                streaming: bool = False, datasets: list | None = None, test_split_size: float | None = None):
-    """A dataset as `trl grpo` loads it: ``dataset_name`` (a hub id, a local folder,
-    or a .jsonl/.json/.csv/.parquet file) with ``dataset_config``, or a ``datasets``
-    mixture (TRL's DatasetMixtureConfig). Rows keep TRL's ``prompt`` column."""
-    import datasets as hf
-
-    if streaming:
-        raise ConfigError("dataset_streaming / streaming: grpo needs a map-style dataset (it checks rows before "
-                          "training); set it to false.")
-    if datasets:
-        from trl import DatasetMixtureConfig, get_dataset
-        from trl.scripts.utils import DatasetConfig
-
-        mixture = DatasetMixtureConfig(datasets=[DatasetConfig(**d) for d in datasets],
-                                       test_split_size=test_split_size)
-        return _split(get_dataset(mixture), split, "datasets mixture")
-    if not dataset_name:
-        raise ConfigError("the trl dataset needs dataset_name (a hub id or a local path) or datasets: [...].")
-    from pathlib import Path
-
-    path = Path(dataset_name).expanduser()
-    builders = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-    if path.is_file() and path.suffix in builders:  # one file: the train split
-        return _split(hf.load_dataset(builders[path.suffix], data_files=str(path)), split, dataset_name)
-    if path.is_dir() and ((path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()):
-        return _split(hf.load_from_disk(str(path)), split, dataset_name)  # save_to_disk's layout
-    return hf.load_dataset(dataset_name, name=dataset_config, split=split)
-
-
-def _split(data, split: str, what: str):
-    if not hasattr(data, "keys"):
-        return data
-    if split not in data:
-        raise ConfigError(f"{what} has no split '{split}'; its splits: {', '.join(data)}. Set dataset_train_split.")
-    return data[split]
-
-
-__all__ = ["translate", "KEYS", "soft_overlong_punishment", "trl_dataset"]
+__all__ = ["translate", "KEYS", "soft_overlong_punishment", "reward_hint", "TRL_REWARDS"]

@@ -30,8 +30,7 @@ def register_rewards(register):
 
 @hookimpl
 def register_datasets(register):
-    from grpo_core.config.openr1 import openr1_dataset
-    from grpo_core.config.trl_compat import trl_dataset
+    from grpo_core.data.recipe_datasets import openr1_dataset, trl_dataset
 
     register("trl", trl_dataset, description="A dataset as `trl grpo` loads it: dataset_name (hub id or local path) "
              "or a datasets: mixture; keeps its prompt column")

@@ -11,9 +11,9 @@ import string
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from grpo_core.plugin import registry
 from grpo_core.base.errors import GrpoError, MissingColumnError, RegistryError, UnknownNameError
 from grpo_core.base.params import bind_params
+from grpo_core.plugin import registry
 
 if TYPE_CHECKING:  # datasets is heavy; imported only where a dataset is really built
     import datasets

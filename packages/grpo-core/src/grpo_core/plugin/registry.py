@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpo_core.plugin import plugins
 from grpo_core.base.errors import DuplicateNameError, RegistryError, UnknownNameError
+from grpo_core.plugin import plugins
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpo_core.plugin import registry
 from grpo_core.base.errors import ConfigError, RewardParamError, SpecError
+from grpo_core.plugin import registry
 from grpo_core.rewards.specs import EnvironmentSpec
 from grpo_core.rewards.specs import parse_environment as parse_spec
 

@@ -36,8 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grpo_core.base.errors import GrpoError
-from grpo_core.rewards.reward import AsyncReward, Reward
 from grpo_core.base.timelimit import RewardTimeout, call_within, report_once
+from grpo_core.rewards.reward import AsyncReward, Reward
 
 
 class RewardFailure(GrpoError):

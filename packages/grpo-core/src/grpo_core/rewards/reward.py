@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from grpo_core.plugin import registry
 from grpo_core.base.errors import RewardParamError, SpecError
 from grpo_core.base.params import TRL_KWARGS, bind_params, split_signature
-from grpo_core.rewards.specs import RewardSpec, parse_spec
 from grpo_core.base.timelimit import DEFAULT_SECONDS as DEFAULT_TIME_LIMIT
+from grpo_core.plugin import registry
+from grpo_core.rewards.specs import RewardSpec, parse_spec
 
 
 class Reward:
@@ -124,8 +124,8 @@ def validate(reward: Reward) -> Reward:
     training."""
     if isinstance(reward, AsyncReward):
         return reward
-    from grpo_core.rewards.scoring import call_reward
     from grpo_core.base.timelimit import RewardTimeout
+    from grpo_core.rewards.scoring import call_reward
 
     try:
         call_reward(reward, [], {c: [] for c in reward.required_columns}, [], [])
@@ -201,8 +201,8 @@ def resolve(ref: str) -> Resolved:
     """A registered name, or a function of the user's own (a file or module path; see
     :mod:`grpo_core.rewards.local_rewards`) with what it declares as attributes
     (``correctness = True``, ``range = (0, 1)``)."""
-    from grpo_core.rewards import local_rewards
     from grpo_core.base.errors import UnknownNameError
+    from grpo_core.rewards import local_rewards
 
     if local_rewards.is_local_ref(ref):
         return _own(ref, local_rewards.load(ref), ":")

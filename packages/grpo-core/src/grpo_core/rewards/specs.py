@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpo_core.plugin import registry
 from grpo_core.base.errors import ConfigError, SpecError
+from grpo_core.plugin import registry
 
 MAX_SPEC_CHARS = 10_000
 REWARD_KEYS = ("name", "weight", "params", "when", "as", "time_limit")

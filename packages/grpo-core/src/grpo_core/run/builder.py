@@ -21,8 +21,8 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     from grpo_core.rewards.environments import trainer_kwargs
-    from grpo_core.run.prepare import fast_generation, generation_threads
     from grpo_core.rewards.policy import Stalls, guard_rewards
+    from grpo_core.run.prepare import fast_generation, generation_threads
     from grpo_core.run.trainer import GrpoTrainer
 
     args, funcs = stage.args, list(stage.funcs)

@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from grpo_core.config.load import AdaptiveSection, HealthSection
+from grpo_core.config.schema import AdaptiveSection, HealthSection
 
 
 def _finite(x: Any) -> float | None:

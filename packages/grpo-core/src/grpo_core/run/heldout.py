@@ -111,8 +111,8 @@ class HeldoutCallback(TrainerCallback):
         self.trainer.record_metric(METRIC, value)
 
     def measure(self) -> float:
-        from grpo_core.run.generation import generate
         from grpo_core.rewards.scoring import score_batch
+        from grpo_core.run.generation import generate
 
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         was_training = model.training

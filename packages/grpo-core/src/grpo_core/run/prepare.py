@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_core.config.load import RunConfig, StageSection
 from grpo_core.base.errors import ConfigError
+from grpo_core.config.schema import RunConfig, StageSection
 
 
 @dataclass
@@ -81,8 +81,8 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
     """Datasets, plans and checks of ``cfg``: everything that can fail without a model
     fails here. ``check``: ``grpo check`` first (a failure is a ConfigError after its
     table); ``eval_split``: the held-out split to build (default ``dataset.eval_split``)."""
-    from grpo_core.config.load import apply_env
     from grpo_core.config.grpo_args import detect_device
+    from grpo_core.config.load import apply_env
 
     check_versions()
     apply_env(cfg)
@@ -160,8 +160,8 @@ def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
         return
     from transformers import AutoTokenizer
 
-    from grpo_core.rewards.environments import check_support
     from grpo_core.config.models import prepare_tokenizer, resolve
+    from grpo_core.rewards.environments import check_support
 
     path = resolve(cfg.model.id)
     tokenizer = AutoTokenizer.from_pretrained(path, revision=cfg.model.revision, trust_remote_code=trust_remote_code)
@@ -173,8 +173,8 @@ def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
 
 def plan(cfg: RunConfig, train_columns: list[str], *, device: str) -> list[StagePlan]:
     """Rewards checked against the dataset, GRPOConfig built, per stage."""
-    from grpo_core.data.datasets import check_columns
     from grpo_core.config.grpo_args import training_args
+    from grpo_core.data.datasets import check_columns
 
     plans = []
     root = None

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpo_core.run import outputs
-from grpo_core.config.load import RunConfig
 from grpo_core.base.errors import ConfigError, GrpoError
+from grpo_core.config.schema import RunConfig
+from grpo_core.run import outputs
 from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
 from grpo_core.run.prepare import Prepared, StagePlan, build_datasets, plan  # noqa: F401 - re-exported, as before
 

@@ -49,6 +49,7 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
+from grpo_core.config.precision import Precision, sampling_autocast
 from grpo_core.run.generation import (
     PROMPT_BUCKET,
     disable_fast_generation,
@@ -56,7 +57,6 @@ from grpo_core.run.generation import (
     fast_failed_message,
 )
 from grpo_core.run.nonfinite import Event, Guard, wants_snapshot
-from grpo_core.config.precision import Precision, sampling_autocast
 
 # every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
 # methods overridden or called, attributes read or set
@@ -196,8 +196,8 @@ class GrpoTrainer(GRPOTrainer):
     # ---------------------------------------------------------------- dynamic sampling
 
     def _prompt_stream(self):
-        from grpo_core.run.dynamic import PromptStream
         from grpo_core.base.errors import ConfigError
+        from grpo_core.run.dynamic import PromptStream
 
         local = self.args.per_device_train_batch_size * self.args.steps_per_generation
         if local % self.num_generations:
