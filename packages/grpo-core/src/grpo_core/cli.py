@@ -9,7 +9,7 @@ import importlib
 import sys
 import warnings
 
-from grpo_core.base.errors import GrpoError, PluginWarning
+from grpo_core.base.errors import GrpoError, PluginWarning, describe_os_error
 from grpo_core.base.version import __version__
 
 COMMANDS = (
@@ -75,7 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         print("Interrupted.", file=sys.stderr)
         return 130
     except (OSError, RuntimeError) as exc:
-        from grpo_core.base.errors import describe_os_error
 
         line = describe_os_error(exc)
         if line is None:

@@ -32,6 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from grpo_core.base.params import split_signature
+from grpo_core.plugin import plugins
+from grpo_core.rewards.reward import Reward, get_reward
+
 HOSTILE_TEXTS: tuple[str, ...] = (
     "",
     " ",
@@ -71,8 +75,6 @@ class CheckResult:
 
 
 def _resolve(reward: Any, params: dict | None) -> Callable:
-    from grpo_core.rewards.reward import Reward, get_reward
-
     if isinstance(reward, str):
         return get_reward(reward, **(params or {}))
     if isinstance(reward, Reward) or not params:
@@ -81,8 +83,6 @@ def _resolve(reward: Any, params: dict | None) -> Callable:
 
 
 def _columns_for(func: Callable, n: int, columns: dict | None) -> dict[str, list]:
-    from grpo_core.base.params import split_signature
-
     required = getattr(func, "required_columns", None)
     if required is None:
         _, required, _ = split_signature(func)
@@ -278,7 +278,6 @@ def _register_plugin(plugin: Any) -> bool:
     (``acme``), so it is looked up by module, not by name: pluggy refuses one
     module under two names.
     """
-    from grpo_core.plugin import plugins
 
     if plugin is None:
         return False
@@ -308,7 +307,6 @@ class RewardContract:
                 cache = {r.name: r for r in check_reward(self.reward, self.params, self.columns)}
             finally:
                 if registered:
-                    from grpo_core.plugin import plugins
 
                     plugins.pm.unregister(self.plugin)
             type(self)._cache = cache

@@ -16,6 +16,9 @@ from pathlib import Path
 from string import Template
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.base.version import __version__
+from grpo_core.plugin.plugins import ENTRY_POINT_GROUP, _normalize
+from grpo_core.plugin.registry import KNOWN_DATASETS, KNOWN_NAMESPACES
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
@@ -43,9 +46,6 @@ def taken_by(namespace: str, distribution: str) -> str | None:
     """The installed or known distribution that already uses ``namespace``, if any."""
     from importlib.metadata import entry_points
 
-    from grpo_core.plugin.plugins import ENTRY_POINT_GROUP, _normalize
-    from grpo_core.plugin.registry import KNOWN_DATASETS, KNOWN_NAMESPACES
-
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         owner = _normalize(ep.dist.name) if ep.dist is not None else None
         if ep.name == namespace and owner != distribution:
@@ -59,7 +59,6 @@ def taken_by(namespace: str, distribution: str) -> str | None:
 
 def render(names: PluginNames) -> dict[str, str]:
     """Relative path -> text of every file of the package."""
-    from grpo_core.base.version import __version__
 
     values = {"dist": names.distribution, "package": names.package, "ns": names.namespace,
               "core": ".".join(__version__.split(".")[:2])}

@@ -41,6 +41,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from grpo_core.data.datasets import _example_answer, check_columns, resolve_system_prompt
+from grpo_core.plugin import registry
+from grpo_core.rewards.scoring import needs_model, score_batch, weighted_totals
+
 GOLD_LIMIT = 2_000
 PROBE_ROWS = 16
 PASS_SHARE = 0.99
@@ -61,7 +65,6 @@ def is_correctness(reward) -> bool:
 def declared_reads_answers(reward) -> bool | None:
     """What a reward declares about reading answers: ``register(..., reads_answers=...)``,
     or a ``reads_answers`` attribute on its function; None when it declares nothing."""
-    from grpo_core.plugin import registry
 
     for obj in (reward, getattr(reward, "func", None)):
         value = getattr(obj, "reads_answers", None)
@@ -93,11 +96,9 @@ class ProbeRow:
         prompt = self.row.get("prompt")  # TRL's format: text, or messages ending with the user's
         return str(prompt[-1].get("content", "") if isinstance(prompt, list) and prompt else prompt or "")
 
-
     def fill(self, answer: str, reasoning: str | None = None) -> str:
         """The template with ``answer`` (and ``reasoning`` as the rationale where the
         template has one, else on a line before it)."""
-        from grpo_core.data.datasets import _example_answer
 
         row = {k: v for k, v in self.row.items() if k != "completion"}
         row["answer"] = answer
@@ -185,7 +186,6 @@ PROBES: list[Probe] = [
 
 def all_probes() -> list[Probe]:
     """The built-in probes and those plugins register (``register_probes``)."""
-    from grpo_core.plugin import registry
 
     extra = [Probe(e.name, e.description, e.obj, bool(e.extra.get("right", False)))
              for e in registry.probes().entries.values()]
@@ -199,7 +199,6 @@ def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[li
     """Per reward, the scores of ``texts`` (as assistant messages, like training), and
     what rewards logged per completion (e.g. the extracted answer). A reward model
     is not loaded: it scores None."""
-    from grpo_core.rewards.scoring import score_batch
 
     per: list[list] = [[] for _ in funcs]
     extras: dict[str, list] = {}
@@ -248,8 +247,6 @@ class GoldResult:
 
 
 def _skipped(reward, rows: Sequence[dict] = ()) -> str | None:
-    from grpo_core.rewards.scoring import needs_model
-
     if rows and is_correctness(reward) and not any(gold_of(r).strip() for r in rows):
         # e.g. open-r1's code rows: stdin/stdout cases in verification_info, no reference solution
         return "the rows have no gold answer ('answer' or 'solution' column): not checked"
@@ -394,8 +391,6 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
 
 
 def _score_all(funcs: Sequence, weights: Sequence[float], groups: list[list[str]], rows: list[dict]):
-    from grpo_core.rewards.scoring import weighted_totals
-
     texts = [t for g in groups for t in g]
     per, _ = _score(funcs, texts, [r for _ in groups for r in rows])
     return _Scored(per, weighted_totals(per, weights)), len(rows)
@@ -506,7 +501,6 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
     """The check of every stage of a run (its rewards, on the training rows); ``plans``
     from ``prepare.plan``, else composed here without building a GRPOConfig (no TRL
     import). ``brief``: one line per stage that passes, the whole table for one that fails."""
-    from grpo_core.data.datasets import resolve_system_prompt
 
     d = cfg.dataset
     template = d.answer_template or resolve_system_prompt(d.system_prompt)[1]
@@ -534,7 +528,6 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
 
 def _stages(cfg, columns: list[str]) -> list[tuple]:
     """(name, funcs, weights, seed) per stage, checked against the dataset's columns."""
-    from grpo_core.data.datasets import check_columns
 
     out = []
     for stage in cfg.stages:

@@ -15,6 +15,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from grpo_core.plugin import registry
+from grpo_core.rewards.reward import compose_rewards
+
 NAME = "manifest.json"
 
 
@@ -42,7 +45,6 @@ def _entry(name: str, obj, registered) -> dict:
 
 def build(cfg) -> dict:
     """The manifest of a parsed config: each stage's rewards, each environment."""
-    from grpo_core.plugin import registry
 
     rewards = registry.rewards().entries
     seen: dict[str, dict] = {}
@@ -105,7 +107,6 @@ def differences_near(path: Path, specs: Iterable[str]) -> list[str]:
     data = read(root) if root is not None else None
     if data is None:
         return []
-    from grpo_core.rewards.reward import compose_rewards
 
     funcs, _ = compose_rewards(list(specs))
     now = {"rewards": {f.__name__: _entry(f.name, f.func, _registered(f.name)) for f in funcs}}
@@ -113,8 +114,6 @@ def differences_near(path: Path, specs: Iterable[str]) -> list[str]:
 
 
 def _registered(name: str):
-    from grpo_core.plugin import registry
-
     return registry.rewards().entries.get(name)
 
 

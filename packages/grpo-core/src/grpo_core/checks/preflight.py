@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from grpo_core.base.tables import table
 from grpo_core.rewards.scoring import RewardStats, score_batch
 
 DEAD_SHARE = 0.9   # at least this share of flat groups: no learning signal (exit 1)
@@ -135,8 +136,6 @@ def _judge(r: Report, temperature: float | None) -> None:
 
 
 def format_report(r: Report) -> str:
-    from grpo_core.base.tables import table
-
     tools = "" if r.tool_calls is None else f", {r.tool_calls:.2g} tool calls per completion"
     lines = [f"preflight: {r.prompts} prompts x {r.group_size} completions, "
              f"mean {r.mean_tokens:.0f} tokens, {100 * r.truncation_rate:.0f}% truncated{tools}", ""]

@@ -7,12 +7,12 @@ import sys
 from typing import Any
 
 from grpo_core.base.tables import number, table  # noqa: F401 - the commands' tables and numbers
+from grpo_core.config.overrides import flag_value, flag_values
 
 
 def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:
     """``--key value`` / ``--key=value`` / ``--flag`` parameters, read as config
     overrides are (YAML values)."""
-    from grpo_core.config.overrides import flag_value, flag_values
 
     return {key: flag_value(values) for key, values in flag_values(extra, command)}
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from grpo_core.checks.checks import check_plans
+from grpo_core.config.load import load_config
+from grpo_core.run.prepare import build_datasets, quiet
+
 from .train import STRICT_HELP
 
 
@@ -25,10 +29,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from grpo_core.checks.checks import check_plans
-    from grpo_core.config.load import load_config
-    from grpo_core.run.prepare import build_datasets, quiet
-
     from .train import print_notes
 
     cfg = load_config(args.config, args.extra, strict=args.strict)

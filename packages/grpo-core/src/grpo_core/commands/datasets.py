@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from grpo_core.base.params import split_signature
+from grpo_core.data.datasets import build_prompts, list_datasets, load_dataset
+from grpo_core.plugin import registry
+
 from . import parse_key_values, print_entries, print_json
 
 
@@ -26,18 +30,12 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from grpo_core.data.datasets import list_datasets
-
     return print_entries(list_datasets(), args.json,
                          "No datasets registered. Install a dataset plugin: pip install ./packages/grpo-datasets from a grpo checkout")
 
 
 def run_show(args) -> int:
     import datasets
-
-    from grpo_core.base.params import split_signature
-    from grpo_core.data.datasets import build_prompts, load_dataset
-    from grpo_core.plugin import registry
 
     datasets.disable_progress_bars()
     params = parse_key_values(args.extra, "grpo datasets show")

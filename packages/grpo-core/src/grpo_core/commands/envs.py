@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 
+from grpo_core.plugin import registry
+from grpo_core.rewards.environments import EnvironmentSpec, list_environments, resolve
+
 from . import print_entries
 
 
@@ -19,17 +22,12 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from grpo_core.rewards.environments import list_environments
-
     return print_entries(list_environments(), args.json,
                          "No environments registered. Install one, e.g. pip install ./packages/grpo-rewards-code "
                          "from a grpo checkout (python, guess_number).")
 
 
 def run_show(args) -> int:
-    from grpo_core.plugin import registry
-    from grpo_core.rewards.environments import EnvironmentSpec, resolve
-
     from .rewards import describe_parameters
 
     entry = registry.environments().get(args.name)

@@ -7,6 +7,21 @@ import json
 import math
 from pathlib import Path
 
+from grpo_core.base.errors import GrpoError
+from grpo_core.checks import manifest
+from grpo_core.config.load import load_config
+from grpo_core.config.models import resolve
+from grpo_core.rewards.scoring import RewardStats, score_batch
+from grpo_core.run import rollouts
+from grpo_core.run.generation import (
+    adapter_base,
+    check_matches_base,
+    generate,
+    is_adapter_dir,
+    load_policy,
+)
+from grpo_core.run.prepare import prepare, sampling_settings
+
 from . import number, table
 
 
@@ -48,8 +63,6 @@ def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) 
 
 
 def _mean(values) -> float:
-    from grpo_core.rewards.scoring import RewardStats
-
     stats = RewardStats("")
     stats.add(values)
     return stats.mean
@@ -62,10 +75,6 @@ def _share_full(values) -> float:
 
 
 def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
-    from grpo_core.base.errors import GrpoError
-    from grpo_core.config.models import resolve
-    from grpo_core.run.generation import adapter_base, check_matches_base, is_adapter_dir
-
     if not checkpoint.is_dir():
         raise GrpoError(f"--checkpoint {checkpoint} is not a directory.")
     base_path = resolve(base_id)
@@ -88,7 +97,6 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
 
 def _say_manifest(checkpoint: Path, cfg) -> None:
     """The run's rewards against the installed ones (grpo_core.checks.manifest): say what differs."""
-    from grpo_core.checks import manifest
 
     root = manifest.run_dir_of(checkpoint)
     data = manifest.read(root) if root is not None else None
@@ -98,19 +106,12 @@ def _say_manifest(checkpoint: Path, cfg) -> None:
 
 def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
     """Training's sampling settings; greedy when one completion per prompt."""
-    from grpo_core.run.prepare import sampling_settings
 
     settings = sampling_settings(cfg, stage_args, device)
     return {**settings, "do_sample": samples > 1}
 
 
 def run(args) -> int:
-    from grpo_core.base.errors import GrpoError
-    from grpo_core.config.load import load_config
-    from grpo_core.rewards.scoring import score_batch
-    from grpo_core.run.generation import generate, load_policy
-    from grpo_core.run.prepare import prepare
-
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
@@ -144,7 +145,6 @@ def run(args) -> int:
 def _multi_turn(cfg, stage, rows, model, tokenizer, device: str, samples: int) -> dict:
     """Environments and tools: training's rollouts (tool calls, results, turns), greedy
     for one sample; TRL's scores, environments' rewards included."""
-    from grpo_core.run import rollouts
 
     done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, samples, greedy=samples == 1)
     out = _summary(stage.funcs, done.per_reward, done.totals, rollouts.as_groups(done), names=done.names)

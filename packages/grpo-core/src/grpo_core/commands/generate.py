@@ -5,6 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from grpo_core.base.errors import GrpoError
+from grpo_core.base.tables import number
+from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
+from grpo_core.rewards.reward import compose_rewards
+from grpo_core.rewards.scoring import score_batch
+from grpo_core.run.generation import generate, load_policy
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("generate", help="generate with a model, checkpoint or LoRA adapter")
@@ -26,8 +33,6 @@ def add_parser(sub) -> None:
 
 
 def _rows(args) -> list[dict]:
-    from grpo_core.base.errors import GrpoError
-
     if args.prompt:
         return [{"question": q} for q in args.prompt]
     if not args.input.is_file():
@@ -43,11 +48,6 @@ def _rows(args) -> list[dict]:
 
 
 def run(args) -> int:
-    from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
-    from grpo_core.rewards.reward import compose_rewards
-    from grpo_core.rewards.scoring import score_batch
-    from grpo_core.run.generation import generate, load_policy
-
     rows = _rows(args)
     funcs, weights = compose_rewards(args.rewards) if args.rewards else ([], [])
     if funcs:
@@ -81,6 +81,4 @@ def run(args) -> int:
 
 
 def _fmt(v) -> str:
-    from grpo_core.base.tables import number
-
     return number(v, 3, missing="None")

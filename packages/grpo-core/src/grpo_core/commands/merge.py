@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grpo_core.base.errors import GrpoError
+from grpo_core.run.generation import is_adapter_dir, load_policy
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("merge", help="merge a LoRA adapter into its base model and save model + tokenizer")
@@ -15,9 +18,6 @@ def add_parser(sub) -> None:
 
 
 def merge_adapter(adapter: Path, output: Path, base: str | None = None, dtype: str = "auto", log=print) -> Path:
-    from grpo_core.base.errors import GrpoError
-    from grpo_core.run.generation import is_adapter_dir, load_policy
-
     if not adapter.is_dir():
         raise GrpoError(f"{adapter} is not a directory; give the adapter directory of a grpo train run.")
     if not is_adapter_dir(adapter):

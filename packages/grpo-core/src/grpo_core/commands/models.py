@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from grpo_core.config.models import (
+    ALIASES,
+    _gguf_cache_path,
+    alias_path,
+    cache_dir,
+    cached,
+    convert_gguf,
+    pull,
+    resolve,
+)
+
 from . import print_json, table
 
 
@@ -18,8 +29,6 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from grpo_core.config.models import ALIASES, alias_path, cache_dir, cached
-
     entries = cached()
     if args.json:
         print_json({"cache_dir": str(cache_dir()),
@@ -39,14 +48,10 @@ def run_list(args) -> int:
 
 
 def run_pull(args) -> int:
-    from grpo_core.config.models import ALIASES, convert_gguf, pull, resolve
-
     if args.name in ALIASES:
         path = pull(args.name, force=args.force)
     elif args.force and args.name.lower().endswith(".gguf"):
         from pathlib import Path
-
-        from grpo_core.config.models import _gguf_cache_path
 
         path = convert_gguf(args.name, _gguf_cache_path(Path(args.name)))
     else:

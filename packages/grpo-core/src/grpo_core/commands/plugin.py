@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from grpo_core.authoring.scaffold import create
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("plugin", help="start a new plugin package")
@@ -19,8 +21,6 @@ def add_parser(sub) -> None:
 
 
 def run_new(args) -> int:
-    from grpo_core.authoring.scaffold import create
-
     names, root, written = create(args.name, args.dir)
     print(f"Created {root}/: distribution {names.distribution}, module {names.package}, "
           f"rewards {names.namespace}.*")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from grpo_core.plugin import plugins
+
 from . import print_json
 
 
@@ -12,8 +14,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from grpo_core.plugin import plugins
-
     loaded = plugins.loaded_plugins()
     if not args.all:
         loaded = [p for p in loaded if p["name"] not in plugins.DEFAULT_PLUGINS]

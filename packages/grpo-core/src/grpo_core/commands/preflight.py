@@ -5,6 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from grpo_core.base.errors import GrpoError
+from grpo_core.checks.preflight import format_report, judge_scored, score_groups
+from grpo_core.config.load import load_config
+from grpo_core.config.models import load
+from grpo_core.data import passrate
+from grpo_core.run import rollouts
+from grpo_core.run.generation import generate
+from grpo_core.run.prepare import check_or_stop, prepare, sampling_settings
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -36,9 +45,6 @@ def add_parser(sub) -> None:
 def sample_groups(cfg, stage_plan, rows, device: str, log=print, k: int | None = None):
     """Load the configured base model and sample one group per prompt with the
     stage's generation settings (training's, from ``prepare.sampling_settings``)."""
-    from grpo_core.config.models import load
-    from grpo_core.run.generation import generate
-    from grpo_core.run.prepare import sampling_settings
 
     a = stage_plan.args
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
@@ -54,9 +60,6 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print, k: int | None =
 def multi_turn_report(cfg, stage, rows, device: str, log=print, k: int | None = None):
     """Environments and tools: the rollouts training runs (TRL's, with tool calls and
     results), scored as training scores them, environments' rewards included."""
-    from grpo_core.checks.preflight import judge_scored
-    from grpo_core.config.models import load
-    from grpo_core.run import rollouts
 
     model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
                             revision=cfg.model.revision, device=device, chat_template=cfg.model.chat_template, log=log)
@@ -72,11 +75,6 @@ def multi_turn_report(cfg, stage, rows, device: str, log=print, k: int | None = 
 
 
 def run(args) -> int:
-    from grpo_core.base.errors import GrpoError
-    from grpo_core.checks.preflight import format_report, judge_scored, score_groups
-    from grpo_core.config.load import load_config
-    from grpo_core.run.prepare import check_or_stop, prepare
-
     if args.prompts < 1 or (args.k is not None and args.k < 1):
         raise GrpoError(f"--prompts and --k must be at least 1, got {args.prompts} and {args.k}.")
     cfg = load_config(args.config, args.extra)
@@ -107,8 +105,6 @@ def run(args) -> int:
 
 def _pass_rates(args, stage, rows, scored: dict, k: int) -> None:
     """The pass-rate histogram, the predicted flat share, and --write's filtered dataset."""
-    from grpo_core.base.errors import GrpoError
-    from grpo_core.data import passrate
     from grpo_core.run.heldout import correctness_reward
 
     reward = correctness_reward(stage.funcs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from grpo_core.data.datasets import list_system_prompts, system_prompt_entry
+
 from . import print_json, table
 
 
@@ -32,8 +34,6 @@ def as_dict(entry) -> dict:
 
 
 def run_list(args) -> int:
-    from grpo_core.data.datasets import list_system_prompts
-
     entries = list_system_prompts()
     if args.json:
         print_json([as_dict(e) for e in entries])
@@ -46,8 +46,6 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from grpo_core.data.datasets import system_prompt_entry
-
     entry = system_prompt_entry(args.name)
     if args.json:
         print_json(as_dict(entry))

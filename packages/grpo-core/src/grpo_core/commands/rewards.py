@@ -5,6 +5,11 @@ from __future__ import annotations
 import inspect
 import sys
 
+from grpo_core.authoring.contract import check_reward
+from grpo_core.base.params import split_signature
+from grpo_core.plugin import registry
+from grpo_core.rewards.reward import list_rewards
+
 from . import parse_key_values, print_entries
 
 
@@ -27,16 +32,12 @@ def add_parser(sub) -> None:
 
 
 def run_list(args) -> int:
-    from grpo_core.rewards.reward import list_rewards
-
     return print_entries(list_rewards(), args.json,
                          "No rewards registered by a plugin. Install a reward plugin, e.g. pip install ./packages/grpo-rewards-format "
                          "from a grpo checkout")
 
 
 def describe_parameters(func) -> tuple[list[str], list[str]]:
-    from grpo_core.base.params import split_signature
-
     params, required, _ = split_signature(func)
     lines = []
     for name, p in params.items():
@@ -47,8 +48,6 @@ def describe_parameters(func) -> tuple[list[str], list[str]]:
 
 
 def run_show(args) -> int:
-    from grpo_core.plugin import registry
-
     entry = registry.rewards().get(args.name)
     params, columns = describe_parameters(entry.obj)
     print(f"{entry.name}  ({entry.source}{', version ' + entry.version if entry.version else ''})")
@@ -64,8 +63,6 @@ def run_show(args) -> int:
 
 
 def run_check(args) -> int:
-    from grpo_core.authoring.contract import check_reward
-
     params = parse_key_values(args.extra, "grpo rewards check")
     results = check_reward(args.name, params)
     for r in results:

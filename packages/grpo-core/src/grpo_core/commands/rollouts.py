@@ -7,6 +7,12 @@ import re
 import sys
 from pathlib import Path
 
+from grpo_core.base.errors import GrpoError
+from grpo_core.base.tables import number
+from grpo_core.rewards.reward import resolve
+from grpo_core.rewards.specs import parse_spec
+from grpo_core.run import rollout_log
+
 EPILOG = """\
 filters (rows that match any given filter are listed, grouped by step):
   --suspect          a correctness reward scores 0 on the completion, yet its total is the best of
@@ -45,8 +51,6 @@ _OPS = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__
 
 
 def _steps(text: str | None) -> set[int] | None:
-    from grpo_core.base.errors import GrpoError
-
     if text is None:
         return None
     m = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
@@ -57,8 +61,6 @@ def _steps(text: str | None) -> set[int] | None:
 
 
 def _where(expr: str):
-    from grpo_core.base.errors import GrpoError
-
     m = _WHERE_RE.match(expr)
     if not m:
         raise GrpoError(f"--where {expr!r}: write COLUMN OP NUMBER, e.g. 'format.xml_strict>0.5' (ops > >= < <= ==).")
@@ -75,9 +77,6 @@ def correctness_names(run: Path, columns: list[str]) -> list[str]:
     """The run's correctness rewards, by their logged names: from its config.yaml's
     rewards resolved now (a reward registered with correctness=True)."""
     import yaml
-
-    from grpo_core.rewards.reward import resolve
-    from grpo_core.rewards.specs import parse_spec
 
     logged = {c[len("reward/"):] for c in columns if c.startswith("reward/")}
     cfg = run / "config.yaml"
@@ -123,9 +122,6 @@ def empty(row: dict) -> bool:
 
 
 def run(args) -> int:
-    from grpo_core.base.errors import GrpoError
-    from grpo_core.run import rollout_log
-
     run_dir = args.run.parent if args.run.name == rollout_log.FOLDER else args.run
     try:
         table = rollout_log.read(args.run, steps=_steps(args.step))
@@ -157,8 +153,6 @@ def _scores(r: dict) -> str:
 
 
 def _n(v) -> str:
-    from grpo_core.base.tables import number
-
     return number(v, 3)
 
 

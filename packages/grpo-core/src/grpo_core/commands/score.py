@@ -7,7 +7,20 @@ import json
 import sys
 from pathlib import Path
 
+from grpo_core.base.errors import GrpoError, MissingColumnError
 from grpo_core.base.tables import number as show_number
+from grpo_core.base.text import completion_text
+from grpo_core.checks import manifest
+from grpo_core.rewards.reward import compose_rewards
+from grpo_core.rewards.scoring import (
+    ROW_ONLY,
+    Comparison,
+    Grouper,
+    GroupStats,
+    RewardStats,
+    score_batch,
+)
+from grpo_core.run import rollout_log
 
 from . import print_json, table
 
@@ -46,7 +59,6 @@ def add_parser(sub) -> None:
 def _read_batches(path: Path, batch_size: int):
     """Lists of (row number, row); JSONL rows are numbered by file line, CSV and
     Parquet rows from 1."""
-    from grpo_core.base.errors import GrpoError
 
     reader = _log_rows if _is_log(path) else {".jsonl": _jsonl_rows, ".csv": _csv_rows,
                                                ".parquet": _parquet_rows}[path.suffix]
@@ -65,7 +77,6 @@ def _read_batches(path: Path, batch_size: int):
 
 def _is_log(path: Path) -> bool:
     """A run's rollout log: its folder, the run's output dir, or one step's file."""
-    from grpo_core.run import rollout_log
 
     if path.is_dir():
         return True
@@ -73,8 +84,6 @@ def _is_log(path: Path) -> bool:
 
 
 def _log_rows(path: Path):
-    from grpo_core.run import rollout_log
-
     folder = path if path.is_file() or path.name == rollout_log.FOLDER else path / rollout_log.FOLDER
     files = [folder] if folder.is_file() else [p for _, p in rollout_log.files(folder)]
     number = 0
@@ -92,8 +101,6 @@ def _group_key(row: dict) -> str:
 
 
 def _jsonl_rows(path: Path):
-    from grpo_core.base.errors import GrpoError
-
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -131,9 +138,6 @@ class _Side:
     """One reward set: its rewards, weights and running statistics."""
 
     def __init__(self, specs: list[str], group_size: int | None, prefix: str = ""):
-        from grpo_core.rewards.reward import compose_rewards
-        from grpo_core.rewards.scoring import GroupStats, RewardStats
-
         self.funcs, self.weights = compose_rewards(specs)
         self.prefix = prefix
         self.names = [f.__name__ for f in self.funcs]
@@ -143,7 +147,6 @@ class _Side:
 
     def score(self, batch, keys: set, path: Path) -> tuple[list, list, dict]:
         """(scores per reward, weighted totals, what the rewards logged per row)."""
-        from grpo_core.rewards.scoring import ROW_ONLY, score_batch
 
         rows = [r for _, r in batch]
         for f in self.funcs:
@@ -177,8 +180,6 @@ class _Side:
 
 
 def _require(f, batch, keys: set, path: Path) -> None:
-    from grpo_core.base.errors import MissingColumnError
-
     for col in f.required_columns:
         if col in keys and all(col in r for _, r in batch):
             continue
@@ -190,12 +191,9 @@ def _require(f, batch, keys: set, path: Path) -> None:
 
 
 def _check_args(args) -> None:
-    from grpo_core.base.errors import GrpoError
-
     if not args.input.exists():
         raise GrpoError(f"--input {args.input}: no such file or folder.")
     if args.input.is_dir():
-        from grpo_core.run import rollout_log
 
         folder = args.input if args.input.name == rollout_log.FOLDER else args.input / rollout_log.FOLDER
         if not rollout_log.files(folder):
@@ -210,8 +208,6 @@ def _check_args(args) -> None:
 
 
 def run(args) -> int:
-    from grpo_core.rewards.scoring import Comparison, Grouper
-
     _check_args(args)
     sides = [_Side(args.rewards, args.group_size)]
     if args.against:
@@ -250,7 +246,6 @@ def run(args) -> int:
 
 def _add_group(compare, steps: dict, step_of: dict, group) -> None:
     """To the whole comparison, and to its step's when the rows come from a rollout log."""
-    from grpo_core.rewards.scoring import Comparison
 
     compare.add_group(*zip(*group))
     step = step_of.pop(group[0][0], None)
@@ -262,15 +257,12 @@ def _add_group(compare, steps: dict, step_of: dict, group) -> None:
 
 def _say_manifest(path: Path, specs: list[str]) -> None:
     """A run's log re-scored with installed rewards that differ from those that paid it: say so."""
-    from grpo_core.checks import manifest
 
     for line in manifest.differences_near(path, specs):
         print(f"note: {line}", file=sys.stderr)
 
 
 def _excerpt(completion) -> str:
-    from grpo_core.base.text import completion_text
-
     return " ".join(completion_text(completion).split())[:100]
 
 

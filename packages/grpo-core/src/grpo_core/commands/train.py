@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import sys
 
+from grpo_core.config.load import load_config
+from grpo_core.run.outputs import check_writable
+from grpo_core.run.prepare import prepare
+from grpo_core.run.train import run as train
+
 EPILOG = """\
 overrides:
   --KEY VALUE            any GRPOConfig field (--learning_rate 1e-4 --max_steps 50 --report_to wandb)
@@ -47,13 +52,10 @@ STRICT_HELP = ("refuse settings TRL removed (warmup_ratio, max_prompt_length, ov
 
 
 def run(args) -> int:
-    from grpo_core.config.load import load_config
-
     cfg = load_config(args.config, args.extra, strict=args.strict)
     print_notes(cfg)
     if args.dry_run:
         return _dry_run(cfg, check=not args.no_check, verbose=args.verbose)
-    from grpo_core.run.train import run as train
 
     result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check, verbose=args.verbose)
     return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
@@ -69,9 +71,6 @@ def print_notes(cfg) -> None:
 
 
 def _dry_run(cfg, check: bool = True, verbose: bool = False) -> int:
-    from grpo_core.run.outputs import check_writable
-    from grpo_core.run.prepare import prepare
-
     p = prepare(cfg, check=check, verbose=verbose)
     check_writable(p.root, keep=False)
     print(f"config OK: device {p.device}, dataset '{cfg.dataset.name}' ({len(p.train_ds)} rows"

@@ -30,7 +30,12 @@ import os
 from typing import Any
 
 from grpo_core.base.errors import ConfigError, GrpoError, SpecError, UnknownNameError
+from grpo_core.base.params import bind_params
 from grpo_core.base.problems import Problems
+from grpo_core.config import openr1
+from grpo_core.config.grpo_args import check_config_shape
+from grpo_core.config.models import check_model_id
+from grpo_core.config.openr1 import REMOTE
 from grpo_core.config.overrides import (
     cli_values,
     field_kinds,
@@ -39,6 +44,7 @@ from grpo_core.config.overrides import (
     set_dotted,
     split_overrides,
 )
+from grpo_core.config.precision import normalize_dtype
 from grpo_core.config.removed import take_trl_args, translate_flags, translate_removed
 from grpo_core.config.schema import (
     SECTIONS,
@@ -54,6 +60,10 @@ from grpo_core.config.schema import (
     read_section,
 )
 from grpo_core.config.training import check_top_level, check_training, check_training_values
+from grpo_core.config.trl_compat import reward_hint, translate
+from grpo_core.plugin import registry
+from grpo_core.rewards.environments import parse_section
+from grpo_core.rewards.reward import compose_specs, parse_spec, resolve
 
 
 def _lora(raw: Any, problems: Problems) -> tuple[dict | None, bool]:
@@ -104,9 +114,6 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     Every problem found is reported at once (one ConfigError, numbered); ``strict``:
     removed settings are problems instead of being translated. Nothing is changed
     outside the returned config (``apply_env`` sets its ``env``)."""
-    from grpo_core.config import openr1
-    from grpo_core.config.grpo_args import check_config_shape
-    from grpo_core.config.trl_compat import translate
 
     raw = copy.deepcopy(data) if data is not None else (read_yaml(path) if path else {})
     problems = Problems(strict=strict)
@@ -161,9 +168,6 @@ def _env(raw: dict) -> dict[str, str]:
 
 
 def _model(raw: dict, problems: Problems) -> ModelSection:
-    from grpo_core.config.models import check_model_id
-    from grpo_core.config.precision import normalize_dtype
-
     if isinstance(raw.get("model"), str):  # shorthand: model: smollm2-135m
         raw["model"] = {"id": raw["model"]}
     model = read_section(raw, "model", ModelSection, "", problems)
@@ -200,9 +204,6 @@ def _check_chat_template(template: Any) -> None:
 
 
 def _dataset(raw: dict, problems: Problems) -> DatasetSection:
-    from grpo_core.base.params import bind_params
-    from grpo_core.plugin import registry
-
     if isinstance(raw.get("dataset"), str):
         raw["dataset"] = {"name": raw["dataset"]}
     dataset = read_section(raw, "dataset", DatasetSection, "", problems)
@@ -224,8 +225,6 @@ def _dataset(raw: dict, problems: Problems) -> DatasetSection:
 
 
 def _environment(raw: dict):
-    from grpo_core.rewards.environments import parse_section
-
     return parse_section(raw.get("environment"), raw.get("tools"))
 
 
@@ -339,7 +338,6 @@ def _stages(raw: dict, known: set[str], environment, time_limit: float | None, p
 def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str], time_limit: float | None,
            problems: Problems) -> StageSection | None:
     """``scorers``: environments whose get_reward TRL adds to the rewards (logged by name)."""
-    from grpo_core.rewards.reward import compose_specs
 
     if isinstance(specs, (str, dict)):
         specs = [specs]
@@ -370,7 +368,6 @@ def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str]
 def _parsed_specs(specs: list, problems: Problems) -> list | None:
     """Each spec parsed and its reward found: each bad one is a problem of its own
     (an unknown name with the nearest of grpo's, TRL's and open-r1's names)."""
-    from grpo_core.rewards.reward import parse_spec, resolve
 
     parsed, bad = [], False
     for spec in specs:
@@ -387,10 +384,6 @@ def _parsed_specs(specs: list, problems: Problems) -> list | None:
 def _reward_problem(exc: GrpoError, spec: Any) -> GrpoError:
     """An unknown or malformed reward name, with what it may have meant (TRL's and open-r1's names map to ours)."""
     import re
-
-    from grpo_core.config.openr1 import REMOTE
-    from grpo_core.config.trl_compat import reward_hint
-    from grpo_core.plugin import registry
 
     name = spec.get("name") if isinstance(spec, dict) else re.match(r"[^\s(:]*", str(spec).strip()).group(0)
     if not isinstance(name, str) or not isinstance(exc, (SpecError, UnknownNameError)):

@@ -10,6 +10,7 @@ from typing import Any
 
 from grpo_core.base.errors import ConfigError
 from grpo_core.base.problems import Problems
+from grpo_core.config.models import cache_dir
 from grpo_core.config.schema import SECTIONS
 
 
@@ -21,8 +22,6 @@ def field_kinds(cls_path: str, *dists: str) -> dict[str, str]:
     import importlib
     import json
     from importlib.metadata import version
-
-    from grpo_core.config.models import cache_dir
 
     tag = "-".join(f"{d}{version(d)}" for d in dists)
     path = cache_dir("config") / f"{cls_path.replace(':', '.')}-{tag}.kinds.json"

@@ -12,6 +12,7 @@ from grpo_core.base.errors import ConfigError
 from grpo_core.base.problems import Problems
 from grpo_core.config.overrides import flag_value, yaml_value
 from grpo_core.config.schema import SECTIONS
+from grpo_core.config.trl_compat import KEYS
 
 # Names from older TRL / transformers versions and from `trl grpo` script flags,
 # with what replaced them. Only reported when the name is not a GRPOConfig field.
@@ -74,7 +75,6 @@ def unknown_key(key: str, where: str, known: list[str]) -> ConfigError:
 def take_trl_args(raw: dict, flags: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
     """`trl grpo`'s script/model/dataset flags on the command line (--model_name_or_path
     X, --reward_funcs a b) join the YAML's before translation; GRPOConfig's are returned."""
-    from grpo_core.config.trl_compat import KEYS
 
     kept = []
     for name, values in flags:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from grpo_core.base.problems import Problems
+from grpo_core.config.grpo_args import check_integrations, check_values, check_vllm
 from grpo_core.config.overrides import KIND_NOUNS
 from grpo_core.config.removed import REMOVED, removed_error, unknown_key
 
@@ -54,8 +55,6 @@ def check_training_values(sources: list[tuple[str, dict]], kinds: dict[str, str]
     """GRPOConfig values of the wrong kind, and those TRL takes but fails on mid-run
     (grpo_args' rules, vLLM, logging integrations): found with the config's other problems."""
     from types import SimpleNamespace
-
-    from grpo_core.config.grpo_args import check_integrations, check_values, check_vllm
 
     merged: dict[str, Any] = {}
     for where, values in sources:

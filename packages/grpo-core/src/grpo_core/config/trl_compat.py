@@ -20,6 +20,7 @@ import difflib
 from typing import Any
 
 from grpo_core.base.errors import ConfigError
+from grpo_core.base.problems import Problems
 from grpo_core.config import openr1
 from grpo_core.plugin.registry import KNOWN_NAMESPACES
 
@@ -44,7 +45,6 @@ def translate(raw: dict, problems=None) -> dict:
     """``raw`` with TRL's script/model/dataset fields and open-r1's moved into grpo's
     sections. ``problems`` (a :class:`~grpo_core.base.problems.Problems`) gathers every
     problem and note; without it the first problem is raised."""
-    from grpo_core.base.problems import Problems
 
     own = problems is None
     problems = Problems() if own else problems

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from grpo_core.data.recipe_datasets import openr1_dataset, trl_dataset
 from grpo_core.hookspecs import hookimpl
+from grpo_core.rewards.reward_model import classifier
 
 PLAIN = (
     "Solve the problem step by step, then give the final answer on its own line "
@@ -22,16 +24,12 @@ def register_system_prompts(register):
 
 @hookimpl
 def register_rewards(register):
-    from grpo_core.rewards.reward_model import classifier
-
     register("model.classifier", classifier,
              description="A sequence-classification reward model's score (logit 0) on prompt + completion")
 
 
 @hookimpl
 def register_datasets(register):
-    from grpo_core.data.recipe_datasets import openr1_dataset, trl_dataset
-
     register("trl", trl_dataset, description="A dataset as `trl grpo` loads it: dataset_name (hub id or local path) "
              "or a datasets: mixture; keeps its prompt column")
     register("openr1", openr1_dataset, description="A dataset as open-r1's GRPO script loads it: dataset_name or "

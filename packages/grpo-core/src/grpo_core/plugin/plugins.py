@@ -21,6 +21,7 @@ import pluggy
 
 from grpo_core import hookspecs
 from grpo_core.base.errors import PluginWarning
+from grpo_core.base.version import __version__
 
 ENTRY_POINT_GROUP = "grpo"
 ENV_VAR = "GRPO_PLUGINS"
@@ -109,8 +110,6 @@ def load_plugins() -> None:
 
 
 def _core_version() -> str | None:
-    from grpo_core.base.version import __version__
-
     return __version__
 
 

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grpo_core.base.errors import ConfigError, RewardParamError, SpecError
+from grpo_core.base.params import bind_params, split_signature
 from grpo_core.plugin import registry
+from grpo_core.rewards import local_rewards
 from grpo_core.rewards.specs import EnvironmentSpec
 from grpo_core.rewards.specs import parse_environment as parse_spec
 
@@ -156,8 +158,6 @@ def resolve(spec: EnvironmentSpec) -> Environment:
 
 
 def _bind(owner: str, func: Callable, params: dict) -> None:
-    from grpo_core.base.params import bind_params, split_signature
-
     bind_params(owner, func, params)
     _, required, _ = split_signature(func)
     required = [n for n in required if n != "self"]
@@ -176,7 +176,6 @@ def _probe_class(owner: str, factory: Callable, entry: registry.Entry) -> type:
 
 def _shape(owner: str, cls: type, entry: registry.Entry) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
     """(tool names, has get_reward, columns reset needs), read as TRL reads them."""
-    from grpo_core.base.params import split_signature
 
     members = dict(inspect.getmembers(cls, predicate=inspect.isfunction))
     if "reset" not in members:
@@ -240,8 +239,6 @@ def _tools(tools: Any) -> list[Tool]:
 
 
 def _resolve_tool(ref: str) -> list[Tool]:
-    from grpo_core.rewards import local_rewards
-
     if registry.NAME_RE.match(ref) and (ref in registry.environments() or not local_rewards.IMPORT_PATH_RE.match(ref)):
         env = resolve(parse_spec(ref, f"tools: {ref}"))
         if env.columns:

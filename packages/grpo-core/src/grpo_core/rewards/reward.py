@@ -16,10 +16,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from grpo_core.base.errors import RewardParamError, SpecError
+from grpo_core.base.errors import RewardParamError, SpecError, UnknownNameError
 from grpo_core.base.params import TRL_KWARGS, bind_params, split_signature
 from grpo_core.base.timelimit import DEFAULT_SECONDS as DEFAULT_TIME_LIMIT
+from grpo_core.base.timelimit import RewardTimeout
 from grpo_core.plugin import registry
+from grpo_core.plugin.registry import check_range
+from grpo_core.rewards import local_rewards
+from grpo_core.rewards.gating import gate_values, link
+from grpo_core.rewards.scoring import call_reward
 from grpo_core.rewards.specs import RewardSpec, parse_spec
 
 
@@ -71,7 +76,6 @@ class Reward:
             return self.memo.scores(completions, kwargs)
         values = self.call_unmemoized(completions, **kwargs)
         if self.condition is not None:
-            from grpo_core.rewards.gating import gate_values
 
             values = gate_values(list(values), self.gate.memo.scores(completions, kwargs), self.condition)
         return values
@@ -99,7 +103,6 @@ def _bound_range(name: str, declared, params: dict) -> tuple[float, float] | Non
     if declared is None:
         return None
     value = declared(**params) if callable(declared) else declared
-    from grpo_core.plugin.registry import check_range
 
     if callable(value) or check_range(value):
         raise RewardParamError(f"reward '{name}': its declared range for {params} is {value!r}, not (low, high).")
@@ -124,8 +127,6 @@ def validate(reward: Reward) -> Reward:
     training."""
     if isinstance(reward, AsyncReward):
         return reward
-    from grpo_core.base.timelimit import RewardTimeout
-    from grpo_core.rewards.scoring import call_reward
 
     try:
         call_reward(reward, [], {c: [] for c in reward.required_columns}, [], [])
@@ -159,7 +160,6 @@ def compose_rewards(specs: Iterable[str | dict | RewardSpec] | str) -> tuple[lis
 def compose_specs(parsed: list[RewardSpec], time_limit: float | None = DEFAULT_TIME_LIMIT) -> list[Reward]:
     """The rewards of parsed specs: resolved, bound, checked, named for logging, gated.
     ``time_limit``: seconds per call for a spec that sets none (``health.reward_time_limit``)."""
-    from grpo_core.rewards.gating import link
 
     if not parsed:
         raise SpecError("no rewards given; name at least one, e.g. ['math.correctness:2.0'].")
@@ -201,8 +201,6 @@ def resolve(ref: str) -> Resolved:
     """A registered name, or a function of the user's own (a file or module path; see
     :mod:`grpo_core.rewards.local_rewards`) with what it declares as attributes
     (``correctness = True``, ``range = (0, 1)``)."""
-    from grpo_core.base.errors import UnknownNameError
-    from grpo_core.rewards import local_rewards
 
     if local_rewards.is_local_ref(ref):
         return _own(ref, local_rewards.load(ref), ":")
@@ -224,7 +222,6 @@ def resolve(ref: str) -> Resolved:
 def _own(ref: str, func: Callable, sep: str) -> Resolved:
     declared = getattr(func, "range", None)
     if declared is not None:
-        from grpo_core.plugin.registry import check_range
 
         problem = check_range(declared)
         if problem:

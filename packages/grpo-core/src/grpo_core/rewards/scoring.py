@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from grpo_core.base.timelimit import RewardTimeout, call_within, report_once
+
 
 @dataclass
 class RewardStats:
@@ -103,7 +105,6 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
     """Call ``reward`` exactly as TRL does (keywords only, every column), within its
     time limit: past it, :class:`~grpo_core.base.timelimit.RewardTimeout` is raised, the
     reward is reported once and marked ``timed_out`` (callers then skip it)."""
-    from grpo_core.base.timelimit import RewardTimeout, call_within, report_once
 
     def call():
         values = reward(
@@ -160,7 +161,6 @@ def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, ro
     token ids. ``skip_model_rewards``: a reward that needs a model (a reward model)
     scores None instead of loading it. A reward past its time limit scores None here, and
     in every later batch (it is reported once; training calls it every step)."""
-    from grpo_core.base.timelimit import RewardTimeout
 
     if columns is None:
         keys = [k for k in (rows[0] if rows else {}) if k not in ROW_ONLY]

@@ -24,6 +24,8 @@ from typing import Any
 
 from grpo_core.base.errors import ConfigError, SpecError
 from grpo_core.plugin import registry
+from grpo_core.rewards.gating import parse_condition
+from grpo_core.rewards.local_rewards import IMPORT_PATH_RE, LOCAL_REF_RE, is_local_ref
 
 MAX_SPEC_CHARS = 10_000
 REWARD_KEYS = ("name", "weight", "params", "when", "as", "time_limit")
@@ -157,7 +159,6 @@ _WHEN_SPLIT_RE = re.compile(r"(?:^|\s+)when\s+")
 
 def _split_name(text: str) -> tuple[str, str]:
     """(the reference, the rest): ``file.py:func`` keeps its colon."""
-    from grpo_core.rewards.local_rewards import LOCAL_REF_RE
 
     m = LOCAL_REF_RE.match(text)
     if m:
@@ -167,14 +168,10 @@ def _split_name(text: str) -> tuple[str, str]:
 
 
 def _condition(text: str, spec: str):
-    from grpo_core.rewards.gating import parse_condition
-
     return parse_condition(text, spec)
 
 
 def _check_name(name: str, spec: str) -> None:
-    from grpo_core.rewards.local_rewards import IMPORT_PATH_RE, is_local_ref
-
     if not (registry.DOTTED_NAME_RE.match(name) or IMPORT_PATH_RE.match(name) or is_local_ref(name)):
         raise SpecError(
             f"reward {name!r} in spec {spec!r} is not of the form <namespace>.<name> in lower case "

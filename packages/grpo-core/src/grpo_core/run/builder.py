@@ -10,6 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grpo_core.rewards.environments import trainer_kwargs
+from grpo_core.rewards.policy import Stalls, guard_rewards
+from grpo_core.run.prepare import fast_generation, generation_threads
+
 
 def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_ds=None, precision=None,
                   peft_config=None, callbacks: list = (), log: Callable[[str], None] = print, report=None,
@@ -20,9 +24,6 @@ def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_d
     from peft import PeftModel
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from grpo_core.rewards.environments import trainer_kwargs
-    from grpo_core.rewards.policy import Stalls, guard_rewards
-    from grpo_core.run.prepare import fast_generation, generation_threads
     from grpo_core.run.trainer import GrpoTrainer
 
     args, funcs = stage.args, list(stage.funcs)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.config import models
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
 # tokens, so the compiled decoder is rebuilt only when a longer bucket first appears.
@@ -66,7 +67,6 @@ def load_policy(path_or_id: str, *, base: str | None = None, dtype: str = "auto"
     LoRA adapter directory (loaded on top of its base). ``chat_template`` (the config's
     ``model.chat_template``) replaces the model's own, as training replaced it; an
     adapter's saved tokenizer already carries the one it was trained with."""
-    from grpo_core.config import models
 
     device = device or default_device()
     path = Path(path_or_id).expanduser()

@@ -30,6 +30,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from grpo_core.base.errors import ConfigError
+from grpo_core.rewards.scoring import score_batch
+from grpo_core.run.generation import generate
+from grpo_core.run.prepare import build_datasets, sampling_settings
+from grpo_core.run.rollouts import sample
+
 METRIC = "eval/accuracy"
 
 
@@ -38,20 +44,17 @@ def heldout_rows(cfg, prepared, log: Callable[[str], None] = print) -> list[dict
     setting = cfg.heldout.enabled
     if setting is False or not any(getattr(f, "correctness", False) for st in cfg.stages for f in st.funcs):
         if setting is True:
-            from grpo_core.base.errors import ConfigError
 
             raise ConfigError("heldout.enabled is true but no reward is a correctness reward (registered with "
                               "correctness=True, e.g. math.correctness): there is nothing to measure accuracy with.")
         return None
     ds = prepared.eval_ds
     if ds is None:
-        from grpo_core.run.prepare import build_datasets
 
         try:
             _, ds = build_datasets(cfg, eval_split="test")
         except Exception as exc:  # noqa: BLE001 - an adapter without a test split: no held-out set
             if setting is True:
-                from grpo_core.base.errors import ConfigError
 
                 raise ConfigError(f"heldout.enabled is true but dataset '{cfg.dataset.name}' has no held-out split "
                                   f"(dataset.eval_split, or 'test': {type(exc).__name__}: {exc}).") from None
@@ -111,9 +114,6 @@ class HeldoutCallback(TrainerCallback):
         self.trainer.record_metric(METRIC, value)
 
     def measure(self) -> float:
-        from grpo_core.rewards.scoring import score_batch
-        from grpo_core.run.generation import generate
-
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         was_training = model.training
         model.eval()
@@ -131,7 +131,6 @@ class HeldoutCallback(TrainerCallback):
     def _rolled_out(self, model) -> list:
         """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their
         results, the next turn), made as ``grpo eval`` makes them (:func:`rollouts.sample`)."""
-        from grpo_core.run.rollouts import sample
 
         cfg, stage, device = self.multi_turn
         with _rng_kept():  # building the rollouts' trainer reseeds; training's own sampling goes on unchanged
@@ -163,7 +162,6 @@ def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> Held
     reward = correctness_reward(stage.funcs)
     if not rows or reward is None:
         return None
-    from grpo_core.run.prepare import sampling_settings
 
     sampling = sampling_settings(cfg, stage.args, prepared.device)
     sampling["seed"] = None  # greedy needs no seed, and reseeding would change training's own sampling

@@ -19,7 +19,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from grpo_core.base.errors import ConfigError
+from grpo_core.base.errors import ConfigError, describe_os_error
+from grpo_core.config.grpo_args import training_values
 
 METRICS = "metrics.jsonl"
 HEALTH = "health.jsonl"
@@ -148,7 +149,6 @@ def check_writable(path: Path, keep: bool = True) -> None:
         probe.write_bytes(b"ok")
         probe.unlink()
     except OSError as exc:
-        from grpo_core.base.errors import describe_os_error
 
         raise ConfigError(f"output_dir: {describe_os_error(exc)}") from None
     finally:
@@ -194,8 +194,6 @@ def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, h
 def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
     """``config.yaml``: the configuration as resolved, re-runnable (``grpo train config.yaml``)."""
     import yaml
-
-    from grpo_core.config.grpo_args import training_values
 
     data: dict[str, Any] = {}
     data.update(training_values(cfg, plans[0].args))

@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.base.errors import ConfigError
+from grpo_core.checks.checks import check_plans
+from grpo_core.config.grpo_args import detect_device, training_args
+from grpo_core.config.load import apply_env
+from grpo_core.config.models import load, prepare_tokenizer, resolve
+from grpo_core.config.precision import choose
 from grpo_core.config.schema import RunConfig, StageSection
+from grpo_core.data.datasets import build_prompts, check_columns, load_dataset, take_few_shot
+from grpo_core.rewards import environments
+from grpo_core.rewards.environments import COLUMN, check_support
 
 
 @dataclass
@@ -81,8 +89,6 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
     """Datasets, plans and checks of ``cfg``: everything that can fail without a model
     fails here. ``check``: ``grpo check`` first (a failure is a ConfigError after its
     table); ``eval_split``: the held-out split to build (default ``dataset.eval_split``)."""
-    from grpo_core.config.grpo_args import detect_device
-    from grpo_core.config.load import apply_env
 
     check_versions()
     apply_env(cfg)
@@ -128,7 +134,6 @@ def build_datasets(cfg: RunConfig, eval_split: str | None = None):
     one way training, eval, preflight and check see them: the system prompt, and the
     few-shot examples taken from the start of the training split (never trained on)
     in every split's prompts. ``eval_split`` overrides ``dataset.eval_split``."""
-    from grpo_core.data.datasets import build_prompts, load_dataset, take_few_shot
 
     d = cfg.dataset
     train = load_dataset(d.name, split=d.split, **d.params)
@@ -147,9 +152,7 @@ def build_datasets(cfg: RunConfig, eval_split: str | None = None):
 
 
 def _check_environment_columns(cfg: RunConfig, ds, where: str) -> None:
-    from grpo_core.rewards.environments import COLUMN, check_columns
-
-    check_columns(ds.column_names, cfg.environment, where, values=lambda: ds.unique(COLUMN))
+    environments.check_columns(ds.column_names, cfg.environment, where, values=lambda: ds.unique(COLUMN))
 
 
 def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
@@ -159,9 +162,6 @@ def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
     if cfg.environment is None:
         return
     from transformers import AutoTokenizer
-
-    from grpo_core.config.models import prepare_tokenizer, resolve
-    from grpo_core.rewards.environments import check_support
 
     path = resolve(cfg.model.id)
     tokenizer = AutoTokenizer.from_pretrained(path, revision=cfg.model.revision, trust_remote_code=trust_remote_code)
@@ -173,8 +173,6 @@ def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
 
 def plan(cfg: RunConfig, train_columns: list[str], *, device: str) -> list[StagePlan]:
     """Rewards checked against the dataset, GRPOConfig built, per stage."""
-    from grpo_core.config.grpo_args import training_args
-    from grpo_core.data.datasets import check_columns
 
     plans = []
     root = None
@@ -193,7 +191,6 @@ def plan(cfg: RunConfig, train_columns: list[str], *, device: str) -> list[Stage
 
 def check_or_stop(cfg: RunConfig, train_ds, plans: list[StagePlan] | None, log: Callable) -> None:
     """``grpo check`` before any model loads; a failure is a ConfigError after its table."""
-    from grpo_core.checks.checks import check_plans
 
     if not all(rep.ok for rep in check_plans(cfg, train_ds, plans, log=log, brief=True)):
         raise ConfigError(
@@ -258,8 +255,6 @@ def quiet(verbose: bool = False) -> None:
 
 def load_model(p: Prepared, log: Callable[[str], None] = print):
     """The model and tokenizer the config names, with the precision the device calls for."""
-    from grpo_core.config.models import load
-    from grpo_core.config.precision import choose
 
     cfg, a = p.cfg, p.plans[0].args
     precision = choose(p.device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None)

@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_core.base.tables import number
+
 SETTINGS = "grpo_settings.json"
 
 # GRPOConfig fields that may change on --resume, and those that may not
@@ -102,8 +104,6 @@ def _changed(old: dict | None, new: dict, label: str, step: int) -> list[str]:
 
 
 def _show(value: Any) -> str:
-    from grpo_core.base.tables import number
-
     return number(value, 6, missing=str(value))
 
 

@@ -42,6 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grpo_core.rewards.environments import count_tool_calls, transcript
+
 FOLDER = "rollouts"
 OURS = ("step", "stage", "round", "group", "prompt_index", "prompt", "completion", "tokens", "truncated",
         "tool_calls", "total", "advantage")
@@ -76,7 +78,6 @@ def rows(step: int, stage: str, round_: int, group_size: int, inputs: Sequence[d
          extras: dict[str, Sequence], tokens: Sequence[int], truncated: Sequence[bool],
          index: dict[str, int]) -> list[dict]:
     """One record per completion of a scored generation batch (gathered over processes)."""
-    from grpo_core.rewards.environments import count_tool_calls, transcript
 
     names = list(rewards)
     out = []

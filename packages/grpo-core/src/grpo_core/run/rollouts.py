@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from grpo_core.rewards.environments import count_tool_calls, transcript
+from grpo_core.run.builder import build_trainer
+from grpo_core.run.generation import Completion
+
 # sequences per rollout call: TRL samples a whole batch at once
 BATCH_SEQUENCES = 64
 
@@ -39,22 +43,16 @@ class Rollouts:
 
     @property
     def texts(self) -> list[str]:
-        from grpo_core.rewards.environments import transcript
-
         return [transcript(c) for c in self.completions]
 
     @property
     def tool_calls(self) -> list[int]:
-        from grpo_core.rewards.environments import count_tool_calls
-
         return [count_tool_calls(c) for c in self.completions]
 
 
 def make_trainer(cfg, stage, model, tokenizer, rows, device: str, log=print):
     """The training builder's trainer, rolling out only (see ``builder.build_trainer``)."""
     from datasets import Dataset
-
-    from grpo_core.run.builder import build_trainer
 
     return build_trainer(cfg, stage, model, tokenizer, device=device, train_ds=Dataset.from_list(rows), log=log,
                          rollouts_only=True)
@@ -104,7 +102,6 @@ def _collect(out: Rollouts, trainer, batch: dict) -> None:
 
 def as_groups(r: Rollouts) -> list[list]:
     """The rollouts as ``generation.Completion`` groups (one per row), text as a transcript."""
-    from grpo_core.run.generation import Completion
 
     flat = [Completion(t, k, c) for t, k, c in zip(r.texts, r.num_tokens, r.truncated)]
     return [flat[i:i + r.n] for i in range(0, len(flat), r.n)]

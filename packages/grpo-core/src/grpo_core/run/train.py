@@ -24,10 +24,23 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.base.errors import ConfigError, GrpoError
+from grpo_core.checks import manifest
 from grpo_core.config.schema import RunConfig
-from grpo_core.run import outputs
+from grpo_core.run import outputs, rollout_log
+from grpo_core.run import resume as rules
+from grpo_core.run.builder import build_trainer
 from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
-from grpo_core.run.prepare import Prepared, StagePlan, build_datasets, plan  # noqa: F401 - re-exported, as before
+from grpo_core.run.plotting import plot_rewards
+from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
+    Prepared,
+    StagePlan,
+    build_datasets,
+    load_model,
+    lora_config,
+    plan,
+    prepare,
+)
+from grpo_core.run.resume import settings_of
 
 
 @dataclass
@@ -119,7 +132,6 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure;
     ``verbose``: keep the libraries' progress bars."""
     from grpo_core.run.heldout import heldout_rows
-    from grpo_core.run.prepare import load_model, lora_config, prepare
 
     main = is_main_process()
     if not main:
@@ -130,7 +142,6 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
                                health=cfg.health.enabled, log=log)
     if main:
-        from grpo_core.checks import manifest
 
         outputs.write_resolved(cfg, p.plans, p.root, p.device)
         manifest.write(p.root, manifest.build(cfg))
@@ -161,7 +172,6 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
     changed since it was written taken, or refused: :mod:`grpo_core.run.resume`), or None."""
     if not r.resume:
         return None
-    from grpo_core.run import resume as rules
 
     resume = r.resume
     explicit = isinstance(resume, str) and resume not in ("true", "True")
@@ -178,7 +188,6 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
             for line in changes.applied:
                 r.log(f"  {line}")
     if r.main:
-        from grpo_core.run import rollout_log
 
         for name in (METRICS, HEALTH):
             outputs.truncate_jsonl(r.root / name, r.offset + step)
@@ -216,10 +225,6 @@ def _monitors(r: Run, p: StagePlan) -> dict:
 
 
 def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, peft_config):
-    from grpo_core.run import rollout_log
-    from grpo_core.run.builder import build_trainer
-    from grpo_core.run.resume import settings_of
-
     every = r.cfg.log.rollout_every
     log = {"folder": r.root / rollout_log.FOLDER, "every": every, "stage": p.section.name, "offset": r.offset,
            "index": rollout_log.prompt_index(r.p.train_ds)} if every else None
@@ -387,8 +392,6 @@ def _stage_of(checkpoint: str, plans: list[StagePlan]) -> int:
 
 
 def plot_safely(root: Path, log: Callable) -> Path | None:
-    from grpo_core.run.plotting import plot_rewards
-
     try:
         return plot_rewards(root / METRICS, root / PLOT, title=f"GRPO rewards: {root.name}")
     except Exception as exc:  # a plotting problem must never cost the trained model

@@ -49,14 +49,20 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
+from grpo_core.base.errors import ConfigError
 from grpo_core.config.precision import Precision, sampling_autocast
+from grpo_core.rewards.policy import guard_added
+from grpo_core.run import rollout_log
+from grpo_core.run.dynamic import PromptStream, choose, flat_groups, merge
 from grpo_core.run.generation import (
     PROMPT_BUCKET,
     disable_fast_generation,
     enable_fast_generation,
     fast_failed_message,
+    torch_threads,
 )
 from grpo_core.run.nonfinite import Event, Guard, wants_snapshot
+from grpo_core.run.resume import write
 
 # every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
 # methods overridden or called, attributes read or set
@@ -89,7 +95,6 @@ class GrpoTrainer(GRPOTrainer):
         if environment_rewards:
             self._name_environment_rewards(environment_rewards)
         if guard_rewards is not None:  # an environment's get_reward, which TRL adds, gets our rewards' policy
-            from grpo_core.rewards.policy import guard_added
 
             guard_added(self.reward_funcs, self.reward_func_names, own, **guard_rewards)
         for callback in self.callback_handler.callbacks:
@@ -161,7 +166,6 @@ class GrpoTrainer(GRPOTrainer):
         stack = contextlib.ExitStack()
         device = self.accelerator.device.type
         if device == "cpu" and self.generation_threads:
-            from grpo_core.run.generation import torch_threads
 
             stack.enter_context(torch_threads(self.generation_threads))
         autocast = sampling_autocast(self.precision, device)
@@ -196,9 +200,6 @@ class GrpoTrainer(GRPOTrainer):
     # ---------------------------------------------------------------- dynamic sampling
 
     def _prompt_stream(self):
-        from grpo_core.base.errors import ConfigError
-        from grpo_core.run.dynamic import PromptStream
-
         local = self.args.per_device_train_batch_size * self.args.steps_per_generation
         if local % self.num_generations:
             raise ConfigError(
@@ -210,7 +211,6 @@ class GrpoTrainer(GRPOTrainer):
     def _generate_dynamic(self, inputs):
         """Rounds of generation until each process has its groups with a spread (or the
         rounds run out); see :mod:`grpo_core.run.dynamic`."""
-        from grpo_core.run.dynamic import choose, merge
 
         g, local, procs = self.num_generations, len(inputs) // self.num_generations, self.accelerator.num_processes
         outputs, flags = [], []
@@ -248,7 +248,6 @@ class GrpoTrainer(GRPOTrainer):
     def _flat_flags(self, group_size: int) -> list[bool]:
         """Per group of the batch just scored: flat on the total, or on the reward ``metric``
         names. TRL's logs are gathered, the same on every process: so is the decision."""
-        from grpo_core.run.dynamic import flat_groups
 
         rewards = self._logs["rewards"]
         metric = self.dynamic.get("metric", "total")
@@ -265,16 +264,12 @@ class GrpoTrainer(GRPOTrainer):
         return [self.train_dataset[i] for i in drawn[me * local:(me + 1) * local] for _ in range(self.num_generations)]
 
     def _write_records(self, records: list[dict]) -> None:
-        from grpo_core.run import rollout_log
-
         rollout_log.write(Path(self.rollout_log["folder"]), records[0]["step"], records, records[0]["round"])
 
     def _rollout_records(self, inputs: list[dict], out: dict) -> list[dict] | None:
         """The batch's log records on the main process (None elsewhere, or when the step is
         not one log.rollouts keeps); every process takes part in the gathers."""
         from accelerate.utils import gather_object
-
-        from grpo_core.run import rollout_log
 
         cfg = self.rollout_log
         step = cfg["offset"] + self.state.global_step + 1
@@ -347,7 +342,6 @@ class GrpoTrainer(GRPOTrainer):
     def text_tokenizer(self):
         return self._tokenizer
 
-
     # ---------------------------------------------------------------- exact resume
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
@@ -368,7 +362,6 @@ class GrpoTrainer(GRPOTrainer):
             torch.save(self._buffered_inputs, self._buffer_path(folder))
         if self.accelerator.is_main_process and folder.is_dir():
             if self.settings is not None:
-                from grpo_core.run.resume import write
 
                 write(folder, self.settings)
             if self.prompt_stream is not None:
