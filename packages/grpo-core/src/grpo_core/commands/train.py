@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from grpo_core.config.load import load_config
+from grpo_core.config.reference import reference
 from grpo_core.run.outputs import check_writable
 from grpo_core.run.prepare import prepare
 from grpo_core.run.train import run as train
@@ -20,8 +22,6 @@ Command-line values override the YAML and apply to every stage.
 
 
 def add_parser(sub) -> None:
-    import argparse
-
     p = sub.add_parser(
         "train",
         help="train with GRPO from a YAML config (every GRPOConfig field settable)",
@@ -32,6 +32,8 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("config", help="YAML file (see examples/quickstart.yaml)")
+    p.add_argument("--help-config", action=_HelpConfig, nargs=0,
+                   help="print every grpo setting (type, default, meaning; docs/config.md) and exit")
     p.add_argument(
         "--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
         help="continue from the last checkpoint in output_dir (or the one given)",
@@ -45,6 +47,14 @@ def add_parser(sub) -> None:
     p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     p.set_defaults(func=run, accepts_extra=True)
+
+
+class _HelpConfig(argparse.Action):
+    """Like --help: prints the settings reference and exits, no config needed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(reference(), end="")
+        parser.exit()
 
 
 STRICT_HELP = ("refuse settings TRL removed (warmup_ratio, max_prompt_length, overwrite_output_dir, ...) instead "

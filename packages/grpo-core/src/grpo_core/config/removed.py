@@ -11,7 +11,7 @@ from typing import Any
 from grpo_core.base.errors import ConfigError
 from grpo_core.base.problems import Problems
 from grpo_core.config.overrides import flag_value, yaml_value
-from grpo_core.config.schema import SECTIONS
+from grpo_core.config.schema import SECTIONS, shown
 from grpo_core.config.trl_compat import KEYS
 
 # Names from older TRL / transformers versions and from `trl grpo` script flags,
@@ -88,15 +88,8 @@ def take_trl_args(raw: dict, flags: list[tuple[str, list[str]]]) -> list[tuple[s
 
 
 def removed_error(name: str, where: str) -> ConfigError:
-    shown = f"'--{name}'" if where == "command line: " else f"'{name}'"
-    return ConfigError(f"{where}{shown} is not a GRPOConfig field in TRL 1.16: {REMOVED[name]}.")
-
-
-def _show(value: Any) -> str:
-    """A value as YAML writes it (true, null, 0.1)."""
-    if isinstance(value, bool) or value is None:
-        return {True: "true", False: "false", None: "null"}[value]
-    return str(value)
+    flag = f"'--{name}'" if where == "command line: " else f"'{name}'"
+    return ConfigError(f"{where}{flag} is not a GRPOConfig field in TRL 1.16: {REMOVED[name]}.")
 
 
 def translate_removed(values: dict, where: str, problems: Problems, env: dict) -> None:
@@ -133,10 +126,10 @@ def _translated(name: str, value: Any, where: str, problems: Problems, taken: se
                               f"install liger-kernel, or drop it ({DROPPED[name]})")
     else:
         refusal = removed_error(name, where)
-    target, shown = TRANSLATED.get(name), _show(value)
-    done = f"{name}: {shown} -> {target}: {shown}" if target else f"{name}: {shown} dropped"
+    target, text = TRANSLATED.get(name), shown(value)
+    done = f"{name}: {text} -> {target}: {text}" if target else f"{name}: {text} dropped"
     if target and target.startswith("env:"):
-        done = f"{name}: {shown} -> env.{target[4:]}: {shown}"
+        done = f"{name}: {text} -> env.{target[4:]}: {text}"
     if problems.strict or (name == "warmup_ratio" and not _is_ratio(value)):
         problems.add(str(refusal).rstrip(".") + (f" (--strict; without it: {done})." if problems.strict else "."))
         return None

@@ -16,76 +16,98 @@ SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive
             "log", "sampling", "heldout")
 
 
+def setting(default: Any = None, help: str = "", *, choices: tuple | None = None, minimum: float | None = None,
+            factory: Any = None) -> Any:
+    """A section field with its one-line help text, allowed values and lower bound: what the
+    checks and the generated docs (docs/config.md) read."""
+    meta = {"help": help, "choices": choices, "minimum": minimum}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+AUTO = (True, False, "auto")
+
+
+def shown(value: Any) -> str:
+    """A value as YAML writes it (true, null, auto)."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
 @dataclass
 class ModelSection:
-    id: str | None = None
-    dtype: str = "auto"
-    attn_implementation: str | None = None
-    revision: str | None = None
-    # CPU: torch threads while sampling completions (default: torch's own, as training;
-    # bench/learning.py measured 1 thread 16 % slower per step than all of an idle 2-core
-    # machine's). On a machine busy with other work, 1 can be faster: token-by-token
-    # decoding of a small model then waits on thread synchronisation.
-    generation_threads: int | None = None
-    # static KV cache + compiled decoding while sampling: auto (on CUDA), true, false
-    fast_generation: bool | str = "auto"
-    # bitsandbytes quantization, TRL's ModelConfig fields (load_in_4bit, bnb_4bit_quant_type, ...)
-    quantization: dict | None = None
-    # a Jinja chat template put on the tokenizer in place of its own (open-r1's chat_template)
-    chat_template: str | None = None
+    id: str | None = setting(None, "The model: a Hub id, a local folder, a .gguf file, or an alias (smollm2-135m; "
+                             "grpo models list).")
+    dtype: str = setting("auto", "auto: float32 trainable weights (a LoRA base in bf16 when bf16 autocast is "
+                         "on); bfloat16 or float16: every weight in it (pure low precision); float32.")
+    attn_implementation: str | None = setting(None, "transformers' attention implementation (sdpa, eager, "
+                                              "flash_attention_2); unset: transformers' default.")
+    revision: str | None = setting(None, "The Hub revision (branch, tag or commit) of model.id.")
+    generation_threads: int | None = setting(None, "CPU only: torch threads while sampling; unset: torch's own "
+                                             "(1 can be faster on a machine busy with other work).")
+    fast_generation: bool | str = setting("auto", "Static KV cache and compiled decoding while sampling: auto "
+                                          "(on CUDA), true, false.", choices=AUTO)
+    quantization: dict | None = setting(None, "bitsandbytes quantization as TRL's ModelConfig writes it "
+                                        "({load_in_4bit: true, bnb_4bit_quant_type: nf4}); needs a CUDA GPU.")
+    chat_template: str | None = setting(None, "A Jinja chat template put on the tokenizer in place of its own "
+                                        "(open-r1's chat_template).")
 
 
 @dataclass
 class DatasetSection:
-    name: str | None = None
-    params: dict = field(default_factory=dict)
-    split: str = "train"
-    system_prompt: str | None = None
-    few_shot: int | list = 0
-    answer_template: str | None = None
-    eval_split: str | None = None
-    eval_params: dict = field(default_factory=dict)
+    name: str | None = setting(None, "A registered dataset adapter (grpo datasets list): gsm8k, math, files, hub, "
+                               "arithmetic, ...")
+    params: dict = setting(help="The adapter's parameters ({path: data.jsonl}, {level: 2}); grpo datasets show "
+                           "NAME lists them.", factory=dict)
+    split: str = setting("train", "The training split, with an optional slice (train[:1000]).")
+    system_prompt: str | None = setting(None, "A registered system prompt (grpo prompts list) or the text itself.")
+    few_shot: int | list = setting(0, "Worked examples put before each question: a count taken from the split, "
+                                   "or a list of {question, answer}.")
+    answer_template: str | None = setting(None, "How a few-shot example's answer is written (\"Answer: {answer}\"); "
+                                          "unset: the system prompt's own.")
+    eval_split: str | None = setting(None, "The held-out split for eval/accuracy and grpo eval; unset: the "
+                                     "adapter's \"test\" split where it has one.")
+    eval_params: dict = setting(help="Adapter parameters that differ for the held-out split.", factory=dict)
 
 
 @dataclass
 class HealthSection:
-    enabled: bool = True
-    window: int = 5  # consecutive logged steps a condition must hold
-    zero_std_frac: float = 0.9  # frac_reward_zero_std at or above: no learning signal
-    min_reward_std: float = 1e-3  # reward_std at or below: collapse
-    max_kl: float = 0.5
-    flat_window: int = 10  # logged steps over which the reward must move
-    flat_delta: float = 0.02  # max - min of the mean reward over flat_window below this: flat
-    # a non-finite loss, gradient norm or weight: stop (checkpoint of the last finite
-    # state) or skip (drop that update and go on; stop after max_skips in a row)
-    on_nonfinite: str = "stop"
-    max_skips: int = 10
-    # an update that grows the largest trainable weight more than this many times is a
-    # blow-up, handled as a non-finite value (an absurd learning rate); 0: no check
-    max_weight_jump: float = 100.0
-    # share of a reward's items that may fail (raise, or return no number) over the
-    # last `window` batches before the run stops; failed items score None
-    max_reward_errors: float = 0.2
-    # keep the trainable weights from before each update in memory to restore them:
-    # auto (when they are at most 10 % of the model, e.g. LoRA), true, false
-    snapshot: bool | str = "auto"
-    # held-out accuracy falling while the training reward rises over `window` evaluations: warn or stop
-    on_divergence: str = "warn"
-    # seconds a reward may take per call (one batch) before its items score None
-    # (counted in rewards/<name>/timeouts); per reward: time_limit: in its entry, or 'NAME within 30s'
-    reward_time_limit: float = 120.0
-    # a reward whose calls time out this many times in a row (a time-out in grpo check
-    # counts) is not waited on again: stop (the run, with a checkpoint) or drop (train on
-    # without it, said loudly)
-    max_reward_timeouts: int = 3
-    on_reward_timeout: str = "stop"
+    enabled: bool = setting(True, "Watch the run and warn (health.jsonl): no signal, collapse, KL, a flat reward.",
+                            choices=AUTO)
+    window: int = setting(5, "Consecutive logged steps a condition must hold before it is reported.", minimum=1)
+    zero_std_frac: float = setting(0.9, "frac_reward_zero_std at or above this: no learning signal.")
+    min_reward_std: float = setting(1e-3, "reward_std at or below this: the rewards collapsed.")
+    max_kl: float = setting(0.5, "KL to the reference model above this: a warning.")
+    flat_window: int = setting(10, "Logged steps over which the mean reward must move.", minimum=1)
+    flat_delta: float = setting(0.02, "The mean reward's max - min over flat_window below this: flat.")
+    on_nonfinite: str = setting("stop", "A non-finite loss, gradient norm or weight, or a blown-up update: stop "
+                                "(checkpoint of the last sound state) or skip (drop that update and go on).",
+                                choices=("stop", "skip"))
+    max_skips: int = setting(10, "skip: updates dropped in a row before the run stops anyway.", minimum=1)
+    max_weight_jump: float = setting(100.0, "An update growing the largest trainable weight more than this many "
+                                     "times is a blow-up (an absurd learning rate); 0: no check.")
+    max_reward_errors: float = setting(0.2, "Share of a reward's items that may fail (raise, or return no number) "
+                                       "over the last `window` batches before the run stops.")
+    snapshot: bool | str = setting("auto", "Keep the trainable weights from before each update to restore them: "
+                                   "auto (at most 10 % of the model or 1 GiB), true, false.", choices=AUTO)
+    on_divergence: str = setting("warn", "Held-out accuracy falling while the training reward rises over `window` "
+                                 "evaluations: warn or stop.", choices=("warn", "stop"))
+    reward_time_limit: float = setting(120.0, "Seconds a reward may take per call (one batch) before its items "
+                                       "score None; per reward: time_limit: in its entry, or 'NAME within 30s'.",
+                                       minimum=0.001)
+    max_reward_timeouts: int = setting(3, "Calls in a row a reward may time out (one in grpo check counts) "
+                                       "before on_reward_timeout acts.", minimum=1)
+    on_reward_timeout: str = setting("stop", "A reward past max_reward_timeouts: stop (the run, with a "
+                                     "checkpoint) or drop (train on without it, said loudly).",
+                                     choices=("stop", "drop"))
 
 
 @dataclass
 class LogSection:
-    # the rollout log (rollouts/*.parquet): every scored completion of every step (all), of
-    # every Nth step (an integer N), or none
-    rollouts: Any = "all"
+    rollouts: Any = setting("all", "The rollout log (rollouts/*.parquet): every scored completion of every step "
+                            "(all), of every Nth step (an integer N), or none.")
 
     @property
     def rollout_every(self) -> int:
@@ -96,33 +118,48 @@ class LogSection:
 
 @dataclass
 class SamplingSection:
-    # dynamic sampling (DAPO): groups whose completions all score the same are dropped and
-    # replaced by groups for fresh prompts, up to max_rounds generations per batch
-    dynamic: bool = False
-    max_rounds: int = 3
-    # what "flat" is judged on: the weighted total (TRL's advantage), or one reward's scores by
-    # its logged name (verl's filter_groups.metric: acc), e.g. math.correctness
-    metric: str = "total"
+    dynamic: bool = setting(False, "Dynamic sampling (DAPO): groups whose completions all score the same are "
+                            "replaced by groups for fresh prompts.")
+    max_rounds: int = setting(3, "Generations per batch at most, with dynamic sampling.")
+    metric: str = setting("total", "What \"flat\" is judged on: total (the weighted sum, TRL's advantage) or one "
+                          "reward's logged name (math.correctness).")
 
 
 @dataclass
 class HeldoutSection:
-    # held-out accuracy during training (eval/accuracy): auto (when the dataset has a held-out
-    # split: dataset.eval_split, else its "test" split), true, false
-    enabled: bool | str = "auto"
-    every: int = 0  # steps between evaluations; 0: ten evaluations over the run (and the first step)
-    prompts: int = 32  # held-out prompts, the same each time
-    max_completion_length: int = 0  # 0: training's
+    enabled: bool | str = setting("auto", "Held-out accuracy during training (eval/accuracy): auto (when the "
+                                  "dataset has a held-out split), true, false.", choices=AUTO)
+    every: int = setting(0, "Steps between evaluations; 0: ten over the run, and after the first step.")
+    prompts: int = setting(32, "Held-out prompts evaluated, the same each time.")
+    max_completion_length: int = setting(0, "Tokens per held-out answer; 0: training's max_completion_length.")
 
 
 @dataclass
 class AdaptiveSection:
-    enabled: bool = True
-    target: float = 0.5  # success rate the weights steer towards
-    rate: float = 0.5  # multiplicative step per logged step
-    threshold: float = 0.5  # a completion "succeeds" on a reward when it scores at least this
-    min_factor: float = 0.25  # bounds, relative to the configured weight
-    max_factor: float = 4.0
+    enabled: bool = setting(True, "Steer the reward weights towards `target` success rates while training.")
+    target: float = setting(0.5, "The success rate the weights steer towards.")
+    rate: float = setting(0.5, "Multiplicative step per logged step.")
+    threshold: float = setting(0.5, "A completion succeeds on a reward when it scores at least this.")
+    min_factor: float = setting(0.25, "Lowest weight, relative to the configured one.")
+    max_factor: float = setting(4.0, "Highest weight, relative to the configured one.")
+
+
+# each section's dataclass, by its key in the config ("adaptive_weights" is AdaptiveSection)
+SECTION_TYPES = {"model": ModelSection, "dataset": DatasetSection, "health": HealthSection, "log": LogSection,
+                 "sampling": SamplingSection, "heldout": HeldoutSection, "adaptive_weights": AdaptiveSection}
+# the keys that are not a dataclass section: what each takes
+OTHER_KEYS = {
+    "rewards": "The rewards, each a spec: name, name:weight, name(key=value):weight, a local file's function "
+               "(file.py:func), 'NAME when OTHER >= 1' (a gate), 'NAME within 30s' (a time limit), or a mapping "
+               "{name, weight, params, as, when, time_limit}.",
+    "stages": "Training in stages (a curriculum): a list of {name, rewards, and GRPOConfig fields for that stage}.",
+    "lora": "peft LoraConfig fields (r: 16, lora_alpha: 32, lora_dropout: 0, target_modules: all-linear by default), "
+            "plus merge: true (also save the merged model) and enabled: false; false or absent: full fine-tuning.",
+    "environment": "A registered environment for tool calls and multi-turn rollouts (grpo envs list), with "
+                   "parameters, or routes by a dataset column.",
+    "tools": "Functions the model may call, each a registered tool or a local file's function (file.py:func).",
+    "env": "Environment variables set before training starts ({WANDB_PROJECT: x}).",
+}
 
 
 @dataclass
@@ -207,17 +244,7 @@ def read_section(data: dict, name: str, cls, where: str, problems: Problems | No
     return section
 
 
-_CHOICES = {"on_nonfinite": ("stop", "skip"), "on_reward_timeout": ("stop", "drop"), "snapshot": (True, False, "auto"),
-            "fast_generation": (True, False, "auto"), "on_divergence": ("warn", "stop"),
-            "enabled": (True, False, "auto")}
-
-
-_MINIMUM = {"window": 1, "flat_window": 1, "max_skips": 1, "reward_time_limit": 0.001, "max_reward_timeouts": 1}
-
-
 _SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
-
-
 _NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
@@ -233,11 +260,10 @@ def check_section_values(section, name: str, problems: Problems) -> None:
 
 
 def _value_problem(f: dataclasses.Field, value: Any, where: str) -> str | None:
-    default = f.default
-    if f.name in _CHOICES:
-        if value not in _CHOICES[f.name] or (isinstance(value, int) and not isinstance(value, bool)):
-            choices = ", ".join(str(c).lower() if isinstance(c, bool) else c for c in _CHOICES[f.name])
-            return f"{where} is {value!r}; use one of {choices}."
+    default, allowed = f.default, f.metadata.get("choices")
+    if allowed:
+        if value not in allowed or (isinstance(value, int) and not isinstance(value, bool)):
+            return f"{where} is {value!r}; use one of {', '.join(shown(c) for c in allowed)}."
         return None
     kind = _SIMPLE.get(str(f.type))
     if kind is None or value is None:
@@ -247,7 +273,7 @@ def _value_problem(f: dataclasses.Field, value: Any, where: str) -> str | None:
         ok = False
     if not ok:
         return f"{where} is {value!r}; it takes {_NOUN[kind]} (default {default!r})."
-    low = _MINIMUM.get(f.name, 0)
+    low = f.metadata.get("minimum") or 0
     if kind in (int, float) and value < low:
         return f"{where} is {value!r}; it must be at least {low} (default {default!r})."
     return None
