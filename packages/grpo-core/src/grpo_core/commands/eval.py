@@ -9,14 +9,13 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
+from grpo_core.config import models
 from grpo_core.config.load import load_config
-from grpo_core.config.models import resolve
 from grpo_core.rewards.scoring import RewardStats, score_batch
-from grpo_core.run import rollouts
+from grpo_core.run import generation, rollouts
 from grpo_core.run.generation import (
     adapter_base,
     check_matches_base,
-    generate,
     is_adapter_dir,
     load_policy,
 )
@@ -77,7 +76,7 @@ def _share_full(values) -> float:
 def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
     if not checkpoint.is_dir():
         raise GrpoError(f"--checkpoint {checkpoint} is not a directory.")
-    base_path = resolve(base_id)
+    base_path = models.resolve(base_id)
     if is_adapter_dir(checkpoint):
         trained_on = adapter_base(checkpoint)
         same = trained_on == base_id or Path(trained_on).expanduser().resolve() == Path(base_path).expanduser().resolve()
@@ -132,7 +131,7 @@ def run(args) -> int:
         if cfg.environment is not None:
             results[label] = _multi_turn(cfg, stage, rows, model, tok, device, args.samples)
             continue
-        groups = generate(model, tok, prompts, n=args.samples, **sampling)
+        groups = generation.generate(model, tok, prompts, n=args.samples, **sampling)
         del model
         scored = score_batch(stage.funcs, stage.weights, [c.text for g in groups for c in g],
                              [r for r in rows for _ in range(args.samples)],

@@ -7,11 +7,10 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks.preflight import format_report, judge_scored, score_groups
+from grpo_core.config import models
 from grpo_core.config.load import load_config
-from grpo_core.config.models import load
 from grpo_core.data import passrate
-from grpo_core.run import rollouts
-from grpo_core.run.generation import generate
+from grpo_core.run import generation, rollouts
 from grpo_core.run.prepare import check_or_stop, prepare, sampling_settings
 
 
@@ -47,12 +46,12 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print, k: int | None =
     stage's generation settings (training's, from ``prepare.sampling_settings``)."""
 
     a = stage_plan.args
-    model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
+    model, tokenizer = models.load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
                             revision=cfg.model.revision, device=device, chat_template=cfg.model.chat_template, log=log)
     model.to(device).eval()
     prompts = [r["prompt"] for r in rows]
     n = k or a.num_generations
-    groups = generate(model, tokenizer, prompts, n=n, batch_size=max(1, 64 // n),  # ~64 sequences per call
+    groups = generation.generate(model, tokenizer, prompts, n=n, batch_size=max(1, 64 // n),  # ~64 sequences per call
                       **sampling_settings(cfg, a, device))
     return prompts, groups
 
@@ -61,7 +60,7 @@ def multi_turn_report(cfg, stage, rows, device: str, log=print, k: int | None = 
     """Environments and tools: the rollouts training runs (TRL's, with tool calls and
     results), scored as training scores them, environments' rewards included."""
 
-    model, tokenizer = load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
+    model, tokenizer = models.load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
                             revision=cfg.model.revision, device=device, chat_template=cfg.model.chat_template, log=log)
     done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, k or stage.args.num_generations)
     scored = rollouts.scored(done)

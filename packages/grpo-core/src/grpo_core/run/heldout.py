@@ -32,7 +32,7 @@ from transformers import TrainerCallback
 
 from grpo_core.base.errors import ConfigError
 from grpo_core.rewards.scoring import score_batch
-from grpo_core.run.generation import generate
+from grpo_core.run import generation
 from grpo_core.run.prepare import build_datasets, sampling_settings
 from grpo_core.run.rollouts import sample
 
@@ -120,7 +120,7 @@ class HeldoutCallback(TrainerCallback):
         try:
             if self.multi_turn is not None:
                 return accuracy(self._rolled_out(model), full_marks(self.reward))
-            groups = generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows], n=1,
+            groups = generation.generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows], n=1,
                               do_sample=False, **self.sampling)
         finally:
             model.train(was_training)

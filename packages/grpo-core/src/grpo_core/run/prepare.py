@@ -36,9 +36,9 @@ from typing import Any
 
 from grpo_core.base.errors import ConfigError
 from grpo_core.checks.checks import check_plans
+from grpo_core.config import models
 from grpo_core.config.grpo_args import detect_device, training_args
 from grpo_core.config.load import apply_env
-from grpo_core.config.models import load, prepare_tokenizer, resolve
 from grpo_core.config.precision import choose
 from grpo_core.config.schema import RunConfig, StageSection
 from grpo_core.data.datasets import build_prompts, check_columns, load_dataset, take_few_shot
@@ -163,9 +163,9 @@ def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
         return
     from transformers import AutoTokenizer
 
-    path = resolve(cfg.model.id)
+    path = models.resolve(cfg.model.id)
     tokenizer = AutoTokenizer.from_pretrained(path, revision=cfg.model.revision, trust_remote_code=trust_remote_code)
-    check_support(cfg.environment, prepare_tokenizer(tokenizer), cfg.model.id)
+    check_support(cfg.environment, models.prepare_tokenizer(tokenizer), cfg.model.id)
 
 
 # ------------------------------------------------------------------ plans and checks
@@ -259,7 +259,7 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
     cfg, a = p.cfg, p.plans[0].args
     precision = choose(p.device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None)
     t0 = time.perf_counter()
-    model, tokenizer = load(
+    model, tokenizer = models.load(
         cfg.model.id, dtype=precision.load, attn_implementation=cfg.model.attn_implementation,
         revision=cfg.model.revision, trust_remote_code=a.trust_remote_code, device=p.device,
         extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})},
