@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 from grpo_core.checks.checks import check_plans
+from grpo_core.commands.train import STRICT_HELP, print_notes
 from grpo_core.config.load import load_config
 from grpo_core.run.prepare import build_datasets, quiet
-
-from .train import STRICT_HELP
 
 
 def add_parser(sub) -> None:
@@ -29,8 +28,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from .train import print_notes
-
     cfg = load_config(args.config, args.extra, strict=args.strict)
     print_notes(cfg)
     quiet()

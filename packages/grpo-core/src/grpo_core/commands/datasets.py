@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from grpo_core.base.params import split_signature
+from grpo_core.commands import parse_key_values, print_entries, print_json
 from grpo_core.data.datasets import build_prompts, list_datasets, load_dataset
 from grpo_core.plugin import registry
-
-from . import parse_key_values, print_entries, print_json
 
 
 def add_parser(sub) -> None:

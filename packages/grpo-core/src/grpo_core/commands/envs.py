@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import inspect
 
+from grpo_core.commands import print_entries
+from grpo_core.commands.rewards import describe_parameters
 from grpo_core.plugin import registry
 from grpo_core.rewards.environments import EnvironmentSpec, list_environments, resolve
-
-from . import print_entries
 
 
 def add_parser(sub) -> None:
@@ -28,8 +28,6 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from .rewards import describe_parameters
-
     entry = registry.environments().get(args.name)
     obj = entry.obj
     params, _ = describe_parameters(obj.__init__ if inspect.isclass(obj) else obj)

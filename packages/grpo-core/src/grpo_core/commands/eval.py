@@ -9,6 +9,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
+from grpo_core.commands import number, table
 from grpo_core.config import models
 from grpo_core.config.load import load_config
 from grpo_core.rewards.scoring import RewardStats, score_batch
@@ -20,8 +21,6 @@ from grpo_core.run.generation import (
     load_policy,
 )
 from grpo_core.run.prepare import prepare, sampling_settings
-
-from . import number, table
 
 
 def add_parser(sub) -> None:

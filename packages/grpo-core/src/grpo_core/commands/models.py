@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grpo_core.commands import print_json, table
 from grpo_core.config.models import (
     ALIASES,
     _gguf_cache_path,
@@ -12,8 +13,6 @@ from grpo_core.config.models import (
     pull,
     resolve,
 )
-
-from . import print_json, table
 
 
 def add_parser(sub) -> None:

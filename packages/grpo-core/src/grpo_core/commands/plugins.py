@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from grpo_core.commands import print_json
 from grpo_core.plugin import plugins
-
-from . import print_json
 
 
 def add_parser(sub) -> None:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from grpo_core.commands import print_json, table
 from grpo_core.data.datasets import list_system_prompts, system_prompt_entry
-
-from . import print_json, table
 
 
 def add_parser(sub) -> None:

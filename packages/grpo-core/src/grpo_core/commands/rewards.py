@@ -7,10 +7,9 @@ import sys
 
 from grpo_core.authoring.contract import check_reward
 from grpo_core.base.params import split_signature
+from grpo_core.commands import parse_key_values, print_entries
 from grpo_core.plugin import registry
 from grpo_core.rewards.reward import list_rewards
-
-from . import parse_key_values, print_entries
 
 
 def add_parser(sub) -> None:

@@ -11,6 +11,7 @@ from grpo_core.base.errors import GrpoError, MissingColumnError
 from grpo_core.base.tables import number as show_number
 from grpo_core.base.text import completion_text
 from grpo_core.checks import manifest
+from grpo_core.commands import print_json, table
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import (
     ROW_ONLY,
@@ -21,8 +22,6 @@ from grpo_core.rewards.scoring import (
     score_batch,
 )
 from grpo_core.run import rollout_log
-
-from . import print_json, table
 
 INPUTS = (".jsonl", ".csv", ".parquet")
 

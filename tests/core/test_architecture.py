@@ -1,0 +1,128 @@
+"""grpo_core's rooms keep to docs/architecture.md: each imports only its own room and the
+floors below, nothing imports in a circle (imports inside functions counted), and an
+import sits inside a function only when what it imports loads a heavy library."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import grpo_core
+
+PKG = Path(grpo_core.__file__).parent
+DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+HEAVY = {"torch", "trl", "transformers", "datasets", "peft", "accelerate", "matplotlib", "safetensors", "numpy",
+         "pyarrow", "pandas", "math_verify", "sympy", "gguf", "vllm"}
+FACE = {"grpo_core", "grpo_core.cli", "grpo_core.__main__"}
+
+
+def modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = ast.parse(path.read_text())
+    return out
+
+
+MODULES = modules()
+ALIASES = {m for m, tree in MODULES.items() if m.count(".") == 1 and "sys.modules[__name__]" in ast.unparse(tree)}
+
+
+def floors() -> dict[str, int]:
+    rows = re.findall(r"^\| (\d+) \| `(\w+)/` \|", DOC.read_text(), re.M)
+    return {room: int(floor) for floor, room in rows}
+
+
+FLOORS = floors()
+
+
+def floor_of(module: str) -> int:
+    if module in FACE or module in ALIASES:
+        return 99
+    if module == "grpo_core.hookspecs":
+        return 0
+    return FLOORS[module.split(".")[1]]
+
+
+def targets(node) -> list[str]:
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("grpo_core"):
+        return [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module for a in node.names]
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.startswith("grpo_core")]
+    return []
+
+
+def imports() -> list[tuple[str, str, bool]]:
+    """(importer, imported, inside a function) for every grpo_core import."""
+    out = []
+    for name, tree in MODULES.items():
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        inner = {id(n) for f in functions for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                out.append((name, f"relative import (level {node.level})", False))
+            for t in targets(node):
+                out.append((name, t, id(node) in inner))
+    return out
+
+
+EDGES = imports()
+
+
+def test_every_room_is_on_the_architecture_page():
+    rooms = sorted(p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert sorted(FLOORS) == rooms
+
+
+def test_each_room_imports_only_its_own_room_and_the_floors_below():
+    bad = [f"{a} -> {b}" for a, b, _ in EDGES if a not in FACE and a not in ALIASES
+           and (b.startswith("relative") or b in FACE or floor_of(b) > floor_of(a)
+                or (floor_of(b) == floor_of(a) and a.split(".")[:2] != b.split(".")[:2] and b != "grpo_core.hookspecs"))]
+    assert bad == []
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in EDGES:
+        if a != b:
+            graph.setdefault(a, set()).add(b)
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def heavy(module: str, seen: frozenset = frozenset()) -> bool:
+    """Whether importing ``module`` loads a heavy library (at some module's top level)."""
+    tree = MODULES.get(module)
+    if tree is None or module in seen:
+        return False
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [(node.module or "").split(".")[0]]
+        if set(names) & HEAVY or any(heavy(t, seen | {module}) for t in targets(node)):
+            return True
+    return False
+
+
+def test_imports_inside_functions_only_where_the_module_imported_is_heavy():
+    lazy = [f"{a} -> {b}" for a, b, inside in EDGES if inside and a not in FACE and not heavy(b)]
+    assert lazy == []
