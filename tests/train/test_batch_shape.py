@@ -13,7 +13,7 @@ import yaml
 
 from grpo_core.config.load import load_config
 from grpo_core.errors import ConfigError
-from grpo_core.config.grpo_args import SHAPE_DEFAULTS, shape_faults, shape_problem
+from grpo_core.config.batch_shape import SHAPE_DEFAULTS, shape_faults, shape_problem
 
 from .conftest import TINY
 

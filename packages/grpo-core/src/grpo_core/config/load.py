@@ -33,7 +33,7 @@ from grpo_core.base.errors import ConfigError, GrpoError, SpecError, UnknownName
 from grpo_core.base.params import bind_params
 from grpo_core.base.problems import Problems
 from grpo_core.config import openr1
-from grpo_core.config.grpo_args import check_config_shape
+from grpo_core.config.batch_shape import check_config_shape
 from grpo_core.config.models import check_model_id
 from grpo_core.config.openr1 import REMOTE
 from grpo_core.config.overrides import (
