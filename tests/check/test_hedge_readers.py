@@ -120,7 +120,7 @@ def test_format_and_length_rewards_pay_hedges_like_the_gold_and_pass(tmp_path, c
 
 
 def test_the_same_shape_wrong_answer():
-    from grpo_core.checks.checks import shifted
+    from grpo_core.checks.probes import shifted
 
     assert [shifted(g) for g in ("9", "Paris", "x-1.5", "Zz 09", "+")] == ["0", "Qbsjt", "y-2.6", "Aa 10", "+"]
 

@@ -36,25 +36,43 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from grpo_core.data.datasets import _example_answer, check_columns, resolve_system_prompt
+from grpo_core.checks.probes import (
+    TRL_TEMPLATE,
+    Probe,
+    ProbeRow,
+    all_probes,
+    gold_of,
+    shifted,
+    wrong_answer,
+)
+from grpo_core.checks.report import (
+    CheckReport,
+    GoldResult,
+    HedgePaid,
+    ProbeResult,
+    format_report,
+    summary_line,
+)
+from grpo_core.data.datasets import check_columns, resolve_system_prompt
 from grpo_core.plugin import registry
 from grpo_core.rewards.scoring import needs_model, score_batch, weighted_totals
 
 GOLD_LIMIT = 2_000
+
+
 PROBE_ROWS = 16
-PASS_SHARE = 0.99
+
+
+
+
 # a probe may pay as much as the gold on at most this share of the probe rows (1 of 16)
 PROBE_SHARE = 0.1
+
+
 CHECK_BATCH = 256  # completions per reward call, as a training batch would be (time limits apply per call)
-# the ideal completion for a dataset in TRL's format (a prompt column, no template known):
-# reasoning in think tags, then the boxed answer, as TRL's think_format_reward and
-# accuracy_reward (which reads LaTeX/boxed answers only) expect
-TRL_TEMPLATE = "<think>\n{rationale}\n</think>\n\\boxed{{{answer}}}"
 
 
 def is_correctness(reward) -> bool:
@@ -75,124 +93,6 @@ def declared_reads_answers(reward) -> bool | None:
     entry = registry.rewards().entries.get(getattr(reward, "name", None))
     value = entry.extra.get("reads_answers") if entry is not None else None
     return value if isinstance(value, bool) else None
-
-
-# ------------------------------------------------------------------ completions from a row
-
-
-@dataclass
-class ProbeRow:
-    """What a probe is built from: the row, its gold answer, a wrong one, the template."""
-
-    row: dict
-    gold: str
-    wrong: str
-    template: Any  # str, list of str (first whose fields the row has), or None
-
-    @property
-    def question(self) -> str:
-        if "question" in self.row:
-            return str(self.row["question"])
-        prompt = self.row.get("prompt")  # TRL's format: text, or messages ending with the user's
-        return str(prompt[-1].get("content", "") if isinstance(prompt, list) and prompt else prompt or "")
-
-    def fill(self, answer: str, reasoning: str | None = None) -> str:
-        """The template with ``answer`` (and ``reasoning`` as the rationale where the
-        template has one, else on a line before it)."""
-
-        row = {k: v for k, v in self.row.items() if k != "completion"}
-        row["answer"] = answer
-        templates = [self.template] if isinstance(self.template, str) or self.template is None else list(self.template)
-        with_rationale = next((t for t in templates if t and "{rationale}" in t), None)
-        if reasoning is not None and with_rationale:
-            return with_rationale.format_map({**_Blank(row), "rationale": reasoning})
-        text = _example_answer({**row, "rationale": row.get("rationale") or ""}, self.template)
-        return f"{reasoning}\n{text}" if reasoning is not None else text
-
-
-def gold_of(row: dict) -> str:
-    """The gold answer: grpo's ``answer`` column, else TRL's ``solution``."""
-    return str(row.get("answer", row.get("solution", "")))
-
-
-class _Blank(dict):
-    def __missing__(self, key):
-        return ""
-
-
-def wrong_answer(gold: str) -> str:
-    """A different answer of the same kind: a number plus one, else a small number."""
-    text = gold.strip()
-    try:
-        value = int(text.replace(",", ""))
-        return str(value + 1)
-    except ValueError:
-        pass
-    try:
-        value = float(text)
-        return repr(value + 1) if math.isfinite(value) else "0"
-    except ValueError:
-        return "0" if text != "0" else "1"
-
-
-def shifted(gold: str) -> str:
-    """A wrong answer of the gold's exact shape: each digit and letter moved on by one
-    (9 -> 0, z -> a), everything else kept: the same length, layout and n-grams, so a
-    reward that does not read the answer pays it as it pays the gold."""
-    def move(ch: str) -> str:
-        for first, size in (("0", 10), ("a", 26), ("A", 26)):
-            if ch.isascii() and 0 <= ord(ch) - ord(first) < size:
-                return chr(ord(first) + (ord(ch) - ord(first) + 1) % size)
-        return ch
-
-    return "".join(move(ch) for ch in gold)
-
-
-def _numbers(text: str) -> list[str]:
-    return re.findall(r"-?\d+(?:\.\d+)?", text)[:20]
-
-
-@dataclass(frozen=True)
-class Probe:
-    name: str
-    description: str
-    build: Callable[[ProbeRow], str]
-    right: bool = False  # carries the right answer: only the total may not beat the gold's
-
-
-PROBES: list[Probe] = [
-    Probe("empty", "an empty completion", lambda r: ""),
-    Probe("empty_answer", "the template with an empty answer", lambda r: r.fill("")),
-    Probe("empty_tags", "tags with no content", lambda r: "<think></think>\n<answer></answer>"),
-    Probe("question_copied", "the question copied back", lambda r: r.question),
-    Probe("question_numbers", "every number in the question as the answer",
-          lambda r: r.fill(" ".join(_numbers(r.question)) or "0")),
-    Probe("or_hedge", "'gold or wrong' as the answer", lambda r: r.fill(f"{r.gold} or {r.wrong}")),
-    Probe("boxes", "a box for each candidate", lambda r: r.fill(rf"\boxed{{{r.wrong}}} \boxed{{{r.gold}}}")),
-    Probe("listed", "the candidates listed", lambda r: r.fill(f"{r.wrong}, {r.gold}")),
-    Probe("maybe", "'maybe gold'", lambda r: r.fill(f"maybe {r.gold}")),
-    Probe("negated", "'not gold'", lambda r: r.fill(f"not {r.gold}")),
-    Probe("retracted", "the gold, then retracted in the answer",
-          lambda r: r.fill(f"{r.gold}. No, wait, that is wrong: {r.wrong}")),
-    Probe("gold_in_reasoning", "the gold in the reasoning, a wrong final answer",
-          lambda r: r.fill(r.wrong, reasoning=f"The answer is {r.gold}.")),
-    Probe("repeated_blocks", "the right completion five times over", lambda r: "\n".join([r.fill(r.gold)] * 5),
-          right=True),
-    Probe("overlong", "the right answer after ten times the reasoning",
-          lambda r: r.fill(r.gold, reasoning=" ".join(["Let me check this once more."] * 60)), right=True),
-    Probe("wrong_format", "the bare right answer, not in the asked format", lambda r: r.gold, right=True),
-]
-
-
-def all_probes() -> list[Probe]:
-    """The built-in probes and those plugins register (``register_probes``)."""
-
-    extra = [Probe(e.name, e.description, e.obj, bool(e.extra.get("right", False)))
-             for e in registry.probes().entries.values()]
-    return PROBES + extra
-
-
-# ------------------------------------------------------------------ scoring
 
 
 def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[list], dict[str, list]]:
@@ -232,20 +132,6 @@ def top_of(reward, scores: Sequence) -> float:
     return max(finite) if finite else math.nan
 
 
-@dataclass
-class GoldResult:
-    name: str
-    top: float  # the reward's maximum (declared, 1.0 for correctness rewards, else the best gold score)
-    share: float  # share of rows at it
-    correctness: bool
-    short: list[dict] = field(default_factory=list)  # rows below it: gold, extracted, score
-    skipped: str | None = None  # why it was not judged (a reward model, a reward past its time limit)
-
-    @property
-    def ok(self) -> bool:
-        return self.skipped is not None or not self.correctness or self.share >= PASS_SHARE
-
-
 def _skipped(reward, rows: Sequence[dict] = ()) -> str | None:
     if rows and is_correctness(reward) and not any(gold_of(r).strip() for r in rows):
         # e.g. open-r1's code rows: stdin/stdout cases in verification_info, no reference solution
@@ -273,27 +159,6 @@ def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResu
         out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, is_correctness(f),
                               [] if skipped else short, skipped))
     return out
-
-
-@dataclass
-class ProbeResult:
-    probe: Probe
-    means: dict[str, float]  # per reward
-    total: float
-    failures: list[str]
-    paid_by: list[str] = field(default_factory=list)  # rewards reading answers that pay it as much as the gold
-
-
-@dataclass
-class HedgePaid:
-    """A reward that reads answers and pays probes without the right answer as much as the gold."""
-
-    name: str
-    correctness: bool  # declared; else found to read answers (or declared reads_answers=True)
-    probes: list[str]
-    rows: int  # probe rows where it pays the gold more than both wrong answers
-    gold: float  # its mean on the gold and on a wrong answer written the same way
-    wrong: float
 
 
 def _pays_as_much(probe: Sequence, gold: Sequence, floor: float = 0.0) -> list[int]:
@@ -402,40 +267,6 @@ class _Scored:
     totals: list[float]
 
 
-# ------------------------------------------------------------------ the report
-
-
-@dataclass
-class CheckReport:
-    stage: str
-    rows: int
-    gold: list[GoldResult]
-    probe_rows: int
-    gold_means: dict[str, float]
-    gold_total: float
-    probes: list[ProbeResult]
-    flat: dict[str, float] = field(default_factory=dict)  # rewards that scored every completion tried alike
-    hedges: list[HedgePaid] = field(default_factory=list)  # rewards reading answers that pay probes like the gold
-
-    @property
-    def ok(self) -> bool:
-        return all(g.ok for g in self.gold) and not any(p.failures for p in self.probes) and not self.flat
-
-    def as_dict(self) -> dict:
-        return {
-            "stage": self.stage, "ok": self.ok, "rows": self.rows,
-            "gold_self_test": [{"reward": g.name, "top": g.top, "share_at_top": g.share, "ok": g.ok,
-                                "correctness": g.correctness, "short": g.short[:20], "skipped": g.skipped}
-                               for g in self.gold],
-            "no_signal": self.flat,
-            "hedge_paying": [{"reward": h.name, "correctness": h.correctness, "probes": h.probes, "rows": h.rows,
-                              "gold": h.gold, "wrong": h.wrong} for h in self.hedges],
-            "probes": {"rows": self.probe_rows, "gold": self.gold_means, "gold_total": self.gold_total,
-                       "results": [{"probe": p.probe.name, "description": p.probe.description, "means": p.means,
-                                    "total": p.total, "failures": p.failures} for p in self.probes]},
-        }
-
-
 def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], dataset, template, *,
                 limit: int = GOLD_LIMIT, probe_rows: int = PROBE_ROWS, seed: int = 0) -> CheckReport:
     n = min(limit, len(dataset))
@@ -445,55 +276,6 @@ def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], data
     gold = gold_self_test(funcs, rows, template)
     gold_means, gold_total, probes, flat, hedges = run_probes(funcs, weights, sample, template, all_probes(), picked)
     return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat, hedges)
-
-
-def format_report(report: CheckReport) -> str:
-    lines = [f"gold self-test ({report.rows} rows, stage '{report.stage}'): the ideal completion, scored"]
-    for g in report.gold:
-        mark = "ok  " if g.ok else "FAIL"
-        kind = "correctness" if g.correctness else "other"
-        if g.skipped:
-            lines.append(f"  --   {g.name:32} {g.skipped}")
-            continue
-        lines.append(f"  {mark} {g.name:32} {g.share:7.1%} at {g.top:g} ({kind})")
-        if not g.ok:
-            for s in g.short[:5]:
-                lines.append(f"       row {s['row']}: gold {s['gold']!r:.40} extracted {s['extracted']!r:.40} "
-                             f"-> {s['score']}")
-            lines.append("       the reward cannot read these golds: fix the answer column or the reward's "
-                         "parameters before training")
-    names = list(report.gold_means)
-    lines.append(f"\nreward-hacking probes ({report.probe_rows} rows; mean score per reward, total weighted):")
-    width = max(12, *(len(n) for n in names)) if names else 12
-    lines.append(f"  {'probe':18} " + " ".join(f"{n[:width]:>{width}}" for n in names) + f" {'total':>7}")
-    lines.append(f"  {'(the gold)':18} " + " ".join(f"{report.gold_means[n]:>{width}.2f}" for n in names)
-                 + f" {report.gold_total:>7.2f}")
-    for p in report.probes:
-        mark = "  FAIL" if p.failures else ""
-        lines.append(f"  {p.probe.name:18} " + " ".join(f"{p.means[n]:>{width}.2f}" for n in names)
-                     + f" {p.total:>7.2f}{mark}")
-    failed = [p for p in report.probes if p.failures]
-    for p in failed:
-        lines.append(f"  {p.probe.name} ({p.probe.description}): {'; '.join(p.failures)}")
-    lines += [f"  FAIL {_hedge_text(h, report.probe_rows)}" for h in report.hedges]
-    for name, value in report.flat.items():
-        lines.append(f"  FAIL {name} gives every completion tried {value:.2f}, the gold included: it gives no "
-                     f"learning signal (check its parameters against the system prompt's answer layout)")
-    lines.append("\ncheck: " + ("ok" if report.ok else "FAILED (grpo train stops here; --no-check skips it)"))
-    return "\n".join(lines)
-
-
-def _hedge_text(h: HedgePaid, n: int) -> str:
-    """Why a reward that reads answers fails on the probes it pays, and what to do."""
-    probes = ", ".join(h.probes)
-    if h.correctness:
-        return (f"{h.name}, a correctness reward, pays {probes} as much as the gold: it pays a hedge like a right "
-                f"answer; make it read the one final answer (math.correctness does).")
-    return (f"{h.name} reads the answer (it pays the gold {h.gold:.2f} and a wrong answer written the same way "
-            f"{h.wrong:.2f}, above it on {h.rows} of {n} rows) and pays {probes} as much as the gold: declared a "
-            f"correctness reward or not, it would teach the model to hedge. Make it read the one final answer; "
-            f"or, if it is not meant to judge answers (a topic or mention reward), mark it: "
-            f"register(..., reads_answers=False) in its plugin, or reads_answers = False on its function.")
 
 
 def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_rows: int | None = None,
@@ -536,13 +318,6 @@ def _stages(cfg, columns: list[str]) -> list[tuple]:
         seed = cfg.value(stage, "seed", 42)  # TRL's default
         out.append((stage.name, funcs, weights, int(seed)))
     return out
-
-
-def summary_line(report: CheckReport) -> str:
-    gold = ", ".join(f"{g.name} {g.share:.0%}" for g in report.gold if g.correctness) or "no correctness reward"
-    return (f"grpo check{f' [{report.stage}]' if report.stage != 'main' else ''}: ok (gold self-test on "
-            f"{report.rows} rows: {gold}; {len(report.probes)} reward-hacking probes pass)")
-
 
 
 __all__ = ["check_plans", "PROBES", "Probe", "ProbeRow", "CheckReport", "HedgePaid", "check_stage", "format_report",
