@@ -160,3 +160,26 @@ def test_on_divergence_stop_ends_the_run_with_a_checkpoint(grpo, digit_correctne
     # evaluations after steps 1, 2, 3: accuracy 0.9 -> 0.7 while the reward rose 0.0 -> 0.2
     assert "Training stopped (health.on_divergence: stop) at step 3" in text
     assert (tmp_path / "out" / "checkpoint-3").is_dir() and not (tmp_path / "out" / "adapter").exists()
+
+
+def test_held_out_prompts_are_chosen_before_any_model_loads_and_the_training_split_loads_once(
+        toy_plugin, digit_correctness, tiny_model, monkeypatch):
+    from grpo_core.config import models
+    from grpo_core.config.load import load_config
+    from grpo_core.run import prepare as preparer
+    from grpo_core.run.prepare import prepare
+
+    splits = []
+    real = preparer.load_dataset
+    monkeypatch.setattr(preparer, "load_dataset", lambda name, split="train", **kw: splits.append(split) or real(
+        name, split=split, **kw))
+    monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    cfg = load_config(TINY, ["--model.id", str(tiny_model), "--rewards", "test.has_digit", "--heldout.prompts", "5"])
+    p = prepare(cfg, check=False, heldout=True)
+    # the toy adapter has no eval_split set: held-out falls back to its 'test' split, and the
+    # training split is read once (it was read a second time, after the model had loaded)
+    assert splits == ["train", "test"]
+    assert [r["question"] for r in p.heldout] == [f"What is {i} + 1?" for i in range(5)]
+    with pytest.raises(grpo_core.GrpoError, match="heldout.enabled is true but no reward is a correctness reward"):
+        prepare(load_config(TINY, ["--model.id", str(tiny_model), "--heldout.enabled", "true"]), check=False,
+                heldout=True)

@@ -11,7 +11,8 @@ out as ``grpo eval`` rolls them out (tool calls, their results, the next turn).
 It goes to ``metrics.jsonl``, the step line and ``rewards.png``.
 
 Held-out prompts are the dataset's ``eval_split``, else its ``test`` split when
-the adapter has one (``heldout.enabled: auto``). The cost is one greedy
+the adapter has one (``heldout.enabled: auto``), chosen by the preparer
+(:func:`grpo_core.run.prepare.heldout_rows`) before any model loads. The cost is one greedy
 generation of ``prompts`` completions per evaluation (on 2 CPU cores and the
 quickstart's model: about the time of one training step, so about 10 % over a
 run with ten evaluations every 10 steps or more; on a GPU a fraction of a step).
@@ -25,44 +26,16 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from transformers import TrainerCallback
 
-from grpo_core.base.errors import ConfigError
 from grpo_core.rewards.scoring import score_batch
 from grpo_core.run import generation
-from grpo_core.run.prepare import build_datasets, sampling_settings
+from grpo_core.run.prepare import sampling_settings
 from grpo_core.run.rollouts import sample
 
 METRIC = "eval/accuracy"
-
-
-def heldout_rows(cfg, prepared, log: Callable[[str], None] = print) -> list[dict] | None:
-    """The prompts held-out accuracy is measured on, or None when it is off."""
-    setting = cfg.heldout.enabled
-    if setting is False or not any(getattr(f, "correctness", False) for st in cfg.stages for f in st.funcs):
-        if setting is True:
-
-            raise ConfigError("heldout.enabled is true but no reward is a correctness reward (registered with "
-                              "correctness=True, e.g. math.correctness): there is nothing to measure accuracy with.")
-        return None
-    ds = prepared.eval_ds
-    if ds is None:
-
-        try:
-            _, ds = build_datasets(cfg, eval_split="test")
-        except Exception as exc:  # noqa: BLE001 - an adapter without a test split: no held-out set
-            if setting is True:
-
-                raise ConfigError(f"heldout.enabled is true but dataset '{cfg.dataset.name}' has no held-out split "
-                                  f"(dataset.eval_split, or 'test': {type(exc).__name__}: {exc}).") from None
-            return None
-    n = min(cfg.heldout.prompts, len(ds))
-    log(f"Held-out accuracy: {n} prompts of the '{cfg.dataset.eval_split or 'test'}' split, "
-        f"greedy, every {cfg.heldout.every or 'tenth of the run'} steps.")
-    return [ds[i] for i in range(n)]
 
 
 def correctness_reward(funcs) -> Any:

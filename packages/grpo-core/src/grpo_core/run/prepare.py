@@ -64,6 +64,7 @@ class Prepared:
     train_ds: Any
     eval_ds: Any
     plans: list[StagePlan]
+    heldout: list[dict] | None = None  # the prompts held-out accuracy is measured on (training), or None
 
     @property
     def root(self) -> Path:
@@ -85,23 +86,26 @@ TESTED = {"trl": ("1.16", "1.17"), "transformers": ("5.2", "6")}
 
 def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = print,
             eval_split: str | None = None, device: str | None = None, tools: bool = True,
-            verbose: bool = False) -> Prepared:
+            verbose: bool = False, heldout: bool = False) -> Prepared:
     """Datasets, plans and checks of ``cfg``: everything that can fail without a model
     fails here. ``check``: ``grpo check`` first (a failure is a ConfigError after its
-    table); ``eval_split``: the held-out split to build (default ``dataset.eval_split``)."""
-
+    table); ``eval_split``: the held-out split to build (default ``dataset.eval_split``);
+    ``heldout``: choose the prompts held-out accuracy is measured on (training)."""
     check_versions()
     apply_env(cfg)
     quiet(verbose)
     device = device or detect_device()
-    train_ds, eval_ds = build_datasets(cfg, eval_split)
+    train_ds, few_shot = _train_split(cfg)
+    split = eval_split or cfg.dataset.eval_split
+    eval_ds = _held_out_split(cfg, split, few_shot) if split else None
     plans = plan(cfg, train_ds.column_names, device=device)
     lora_config(cfg)  # peft's own value checks
     if tools:
         check_tool_support(cfg, plans[0].args.trust_remote_code)
     if check:
         check_or_stop(cfg, train_ds, plans, log)
-    return Prepared(cfg, device, train_ds, eval_ds, plans)
+    rows = heldout_rows(cfg, plans, eval_ds, few_shot, log) if heldout else None
+    return Prepared(cfg, device, train_ds, eval_ds, plans, rows)
 
 
 def check_versions() -> None:
@@ -134,7 +138,13 @@ def build_datasets(cfg: RunConfig, eval_split: str | None = None):
     one way training, eval, preflight and check see them: the system prompt, and the
     few-shot examples taken from the start of the training split (never trained on)
     in every split's prompts. ``eval_split`` overrides ``dataset.eval_split``."""
+    train, few_shot = _train_split(cfg)
+    split = eval_split or cfg.dataset.eval_split
+    return train, (_held_out_split(cfg, split, few_shot) if split else None)
 
+
+def _train_split(cfg: RunConfig):
+    """The training split with its prompts, and the few-shot examples taken from it."""
     d = cfg.dataset
     train = load_dataset(d.name, split=d.split, **d.params)
     few_shot = d.few_shot
@@ -142,13 +152,41 @@ def build_datasets(cfg: RunConfig, eval_split: str | None = None):
         few_shot, train = take_few_shot(train, few_shot)
     train = build_prompts(train, d.system_prompt, few_shot or 0, d.answer_template)
     _check_environment_columns(cfg, train, f"dataset '{d.name}' (split {d.split})")
-    eval_ds = None
-    if eval_split or d.eval_split:
-        split = eval_split or d.eval_split
-        eval_ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
-        eval_ds = build_prompts(eval_ds, d.system_prompt, few_shot or 0, d.answer_template)
-        _check_environment_columns(cfg, eval_ds, f"dataset '{d.name}' (split {split})")
-    return train, eval_ds
+    return train, few_shot
+
+
+def _held_out_split(cfg: RunConfig, split: str, few_shot):
+    d = cfg.dataset
+    eval_ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
+    eval_ds = build_prompts(eval_ds, d.system_prompt, few_shot or 0, d.answer_template)
+    _check_environment_columns(cfg, eval_ds, f"dataset '{d.name}' (split {split})")
+    return eval_ds
+
+
+def heldout_rows(cfg: RunConfig, plans: list[StagePlan], eval_ds, few_shot,
+                 log: Callable[[str], None] = print) -> list[dict] | None:
+    """The prompts held-out accuracy (:mod:`grpo_core.run.heldout`) is measured on, or
+    None when it is off: the dataset's ``eval_split``, else its ``test`` split when the
+    adapter has one. Chosen before any model loads; the training split is not reloaded."""
+    setting = cfg.heldout.enabled
+    if setting is False or not any(getattr(f, "correctness", False) for p in plans for f in p.funcs):
+        if setting is True:
+            raise ConfigError("heldout.enabled is true but no reward is a correctness reward (registered with "
+                              "correctness=True, e.g. math.correctness): there is nothing to measure accuracy with.")
+        return None
+    ds = eval_ds
+    if ds is None:
+        try:
+            ds = _held_out_split(cfg, "test", few_shot)
+        except Exception as exc:  # noqa: BLE001 - an adapter without a test split: no held-out set
+            if setting is True:
+                raise ConfigError(f"heldout.enabled is true but dataset '{cfg.dataset.name}' has no held-out split "
+                                  f"(dataset.eval_split, or 'test': {type(exc).__name__}: {exc}).") from None
+            return None
+    n = min(cfg.heldout.prompts, len(ds))
+    log(f"Held-out accuracy: {n} prompts of the '{cfg.dataset.eval_split or 'test'}' split, "
+        f"greedy, every {cfg.heldout.every or 'tenth of the run'} steps.")
+    return [ds[i] for i in range(n)]
 
 
 def _check_environment_columns(cfg: RunConfig, ds, where: str) -> None:

@@ -131,12 +131,11 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     """Train as ``cfg`` says; see the module docstring for the outputs. ``check``: run
     ``grpo check`` (gold self-test, reward-hacking probes) first and stop on a failure;
     ``verbose``: keep the libraries' progress bars."""
-    from grpo_core.run.heldout import heldout_rows
 
     main = is_main_process()
     if not main:
         log = lambda message: None  # noqa: E731 - one process speaks
-    p = prepare(cfg, check=check, log=log, verbose=verbose)
+    p = prepare(cfg, check=check, log=log, verbose=verbose, heldout=True)
     resume = resume or p.plans[0].args.resume_from_checkpoint or False
     _check_resume_arg(resume)
     progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
@@ -147,7 +146,7 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
         manifest.write(p.root, manifest.build(cfg))
     model, tokenizer, precision = load_model(p, log)
     r = Run(p, precision, resume, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
-    r.heldout = heldout_rows(cfg, p, log)
+    r.heldout = p.heldout
     peft_config = lora_config(cfg)
     result = TrainResult(output_dir=r.root, global_step=0)
     for i, stage in enumerate(r.plans):
