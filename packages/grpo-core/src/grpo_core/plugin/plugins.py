@@ -130,38 +130,8 @@ def _load_entry_points() -> None:
             seen_dists.add(_normalize(dist))
         if allowed is not None and (dist is None or _normalize(dist) not in allowed):
             continue
-        name = ep.name
-        existing = _info.get(name)
-        if existing is not None:
-            if existing.distribution == dist:
-                continue
-            # both load: this one under a name of its own, so neither shadows the other
-            name = f"{ep.name}@{dist}"
-            report(
-                PluginProblem(
-                    name,
-                    dist,
-                    f"entry point name '{ep.name}' is already used by distribution "
-                    f"{existing.distribution} ({existing.module}); this one ({ep.value}) is loaded "
-                    f"as '{name}'. Names both register cannot be used; rename the entry point in "
-                    f"one of the two packages' [project.entry-points.grpo].",
-                )
-            )
-        try:
-            module = ep.load()
-            if pm.is_registered(module):
-                continue
-            pm.register(module, name=name)
-        except Exception as exc:  # any failure of third-party code is isolated
-            report(
-                PluginProblem(
-                    ep.name,
-                    dist,
-                    f"failed to load '{ep.value}': {type(exc).__name__}: {exc}. "
-                    f"The other plugins are loaded; fix or uninstall this one, or leave it "
-                    f"out of {ENV_VAR}.",
-                )
-            )
+        name = _entry_name(ep, dist)
+        if name is None or not _register(ep, dist, name):
             continue
         _info[name] = PluginInfo(name, dist, version, ep.value)
     if allowed:
@@ -175,6 +145,39 @@ def _load_entry_points() -> None:
                     f"{', '.join(sorted(seen_dists)) or 'none'}.",
                 )
             )
+
+
+def _entry_name(ep, dist: str | None) -> str | None:
+    """The name ``ep`` registers under: its own, or ``NAME@DIST`` when another distribution
+    took it (both load, said once); None when this distribution is already loaded."""
+    existing = _info.get(ep.name)
+    if existing is None:
+        return ep.name
+    if existing.distribution == dist:
+        return None
+    name = f"{ep.name}@{dist}"
+    report(PluginProblem(
+        name, dist,
+        f"entry point name '{ep.name}' is already used by distribution {existing.distribution} ({existing.module}); "
+        f"this one ({ep.value}) is loaded as '{name}'. Names both register cannot be used; rename the entry point "
+        f"in one of the two packages' [project.entry-points.grpo]."))
+    return name
+
+
+def _register(ep, dist: str | None, name: str) -> bool:
+    """Import and register one plugin; a failure is reported and isolated (False)."""
+    try:
+        module = ep.load()
+        if pm.is_registered(module):
+            return False
+        pm.register(module, name=name)
+    except Exception as exc:  # any failure of third-party code is isolated
+        report(PluginProblem(
+            ep.name, dist,
+            f"failed to load '{ep.value}': {type(exc).__name__}: {exc}. The other plugins are loaded; fix or "
+            f"uninstall this one, or leave it out of {ENV_VAR}."))
+        return False
+    return True
 
 
 def _check_pending() -> None:

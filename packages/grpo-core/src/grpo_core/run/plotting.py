@@ -51,6 +51,20 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 1.4]})
+    _plot_rewards_panel(ax, rows, plt.rcParams["axes.prop_cycle"].by_key()["color"], title)
+    _plot_health_panel(ax2, rows)
+    fig.tight_layout()
+    out = Path(out_path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+
+def _reward_names(rows: list[dict]) -> list[str]:
+    """Each reward's logged name, in the order they first appear."""
     names: list[str] = []
     for r in rows:
         for k in r:
@@ -58,9 +72,12 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
                 n = k[len("rewards/"):-len("/mean")]
                 if n not in names:
                     names.append(n)
+    return names
 
-    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True,
-                                  gridspec_kw={"height_ratios": [3, 1.4]})
+
+def _plot_rewards_panel(ax, rows: list[dict], colors: list, title: str | None) -> None:
+    """The total and each reward (mean ± std), a moving mean, held-out accuracy."""
+    names = _reward_names(rows)
     xs, mean = _series(rows, "reward")
     _, std = _series(rows, "reward_std")
     ax.plot(xs, mean, color="black", lw=1.6, label="total (weighted)", marker="o" if len(xs) < 40 else None, ms=3)
@@ -72,7 +89,6 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
         smooth = [sum(mean[max(0, i - window + 1):i + 1]) / len(mean[max(0, i - window + 1):i + 1])
                   for i in range(len(mean))]
         ax.plot(xs, smooth, color="black", lw=2.6, alpha=0.55, ls="--", label=f"total, {window}-step mean")
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, name in enumerate(names):
         x, m = _series(rows, f"rewards/{name}/mean")
         x2, s = _series(rows, f"rewards/{name}/std")
@@ -89,6 +105,9 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title or "GRPO rewards")
 
+
+def _plot_health_panel(ax2, rows: list[dict]) -> None:
+    """KL to the reference and the share of zero-std groups."""
     kx, kl = _series(rows, "kl")
     zx, zs = _series(rows, "frac_reward_zero_std")
     if kl:
@@ -112,12 +131,6 @@ def plot_rewards(metrics_path: str | Path, out_path: str | Path, title: str | No
 
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.grid(alpha=0.3)
-    fig.tight_layout()
-    out = Path(out_path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
 
 def _stage_lines(ax, rows: list[dict]) -> None:
     prev = None
