@@ -6,8 +6,27 @@ import json
 import sys
 from typing import Any
 
+from grpo_core.base.flags import flag_value, flag_values
 from grpo_core.base.tables import number, table  # noqa: F401 - the commands' tables and numbers
-from grpo_core.config.overrides import flag_value, flag_values
+
+# each command's one-line help: `grpo --help` lists them without importing the commands
+SUMMARIES = {
+    "plugins": "list loaded plugins as JSON",
+    "plugin": "start a new plugin package",
+    "rewards": "list, show and check registered rewards",
+    "datasets": "list and show dataset adapters",
+    "prompts": "list and show registered system prompts",
+    "envs": "list and show registered environments (tools and multi-turn rollouts)",
+    "score": "score completions from a JSONL, CSV or Parquet file with composed rewards (no model needed)",
+    "rollouts": "read a run's rollout log: best and worst completions, hacking filters",
+    "check": "test the rewards without a model: full marks for the gold answer, nothing for hacks",
+    "preflight": "sample from the base model, score, and report whether the rewards give a learning signal",
+    "train": "train with GRPO from a YAML config (every GRPOConfig field settable)",
+    "eval": "held-out evaluation: base model vs trained adapter/checkpoint, scored by the config's rewards",
+    "merge": "merge a LoRA adapter into its base model and save model + tokenizer",
+    "generate": "generate with a model, checkpoint or LoRA adapter",
+    "models": "built-in model aliases and the converted-model cache",
+}
 
 
 def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from grpo_core.checks.checks import check_plans
+from grpo_core.commands import SUMMARIES
 from grpo_core.commands.train import STRICT_HELP, print_notes
 from grpo_core.config.load import load_config
 from grpo_core.run.prepare import build_datasets, quiet
@@ -14,7 +15,7 @@ from grpo_core.run.prepare import build_datasets, quiet
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "check",
-        help="test the rewards without a model: full marks for the gold answer, nothing for hacks",
+        help=SUMMARIES["check"],
         description="Gold self-test (the ideal completion, scored by every reward, for each row) and "
         "reward-hacking probes (hedges, copied questions, empty tags, ...). Exits 1 on a failure. "
         "grpo train and grpo preflight run it first (--no-check skips it).",

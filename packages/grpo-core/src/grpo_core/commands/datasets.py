@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from grpo_core.base.params import split_signature
-from grpo_core.commands import parse_key_values, print_entries, print_json
+from grpo_core.commands import SUMMARIES, parse_key_values, print_entries, print_json
 from grpo_core.data.datasets import build_prompts, list_datasets, load_dataset
 from grpo_core.plugin import registry
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("datasets", help="list and show dataset adapters")
+    p = sub.add_parser("datasets", help=SUMMARIES["datasets"])
     ds = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = ds.add_parser("list", help="every registered dataset adapter")
     ls.add_argument("--json", action="store_true", help="print JSON")

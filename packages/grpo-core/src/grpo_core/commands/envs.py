@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import inspect
 
-from grpo_core.commands import print_entries
+from grpo_core.commands import SUMMARIES, print_entries
 from grpo_core.commands.rewards import describe_parameters
 from grpo_core.plugin import registry
 from grpo_core.rewards.environments import EnvironmentSpec, list_environments, resolve
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("envs", help="list and show registered environments (tools and multi-turn rollouts)")
+    p = sub.add_parser("envs", help=SUMMARIES["envs"])
     es = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = es.add_parser("list", help="every registered environment")
     ls.add_argument("--json", action="store_true", help="print JSON")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
-from grpo_core.commands import number, table
+from grpo_core.commands import SUMMARIES, number, table
 from grpo_core.config import models
 from grpo_core.config.load import load_config
 from grpo_core.rewards.scoring import RewardStats, score_batch
@@ -26,7 +26,7 @@ from grpo_core.run.prepare import prepare, sampling_settings
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "eval",
-        help="held-out evaluation: base model vs trained adapter/checkpoint, scored by the config's rewards",
+        help=SUMMARIES["eval"],
     )
     p.add_argument("config", help="the YAML config the checkpoint was trained with")
     p.add_argument("--checkpoint", required=True, type=Path,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.tables import number
+from grpo_core.commands import SUMMARIES
 from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import score_batch
@@ -14,7 +15,7 @@ from grpo_core.run.generation import generate, load_policy
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("generate", help="generate with a model, checkpoint or LoRA adapter")
+    p = sub.add_parser("generate", help=SUMMARIES["generate"])
     p.add_argument("model", help="hub id, local dir, .gguf, alias, checkpoint or adapter dir")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt", action="append", help="a user message (repeatable)")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.commands import SUMMARIES
 from grpo_core.run.generation import is_adapter_dir, load_policy
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("merge", help="merge a LoRA adapter into its base model and save model + tokenizer")
+    p = sub.add_parser("merge", help=SUMMARIES["merge"])
     p.add_argument("adapter", type=Path, help="directory with adapter_config.json (a grpo train output)")
     p.add_argument("--output", type=Path, required=True, help="where to save the merged model")
     p.add_argument("--base", default=None, help="base model (default: the one the adapter names)")

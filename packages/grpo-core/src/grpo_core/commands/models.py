@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grpo_core.commands import print_json, table
+from grpo_core.commands import SUMMARIES, print_json, table
 from grpo_core.config.models import (
     ALIASES,
     _gguf_cache_path,
@@ -16,7 +16,7 @@ from grpo_core.config.models import (
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="built-in model aliases and the converted-model cache")
+    p = sub.add_parser("models", help=SUMMARIES["models"])
     ms = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = ms.add_parser("list", help="model aliases and what the cache holds")
     ls.add_argument("--json", action="store_true", help="print JSON")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from grpo_core.authoring.scaffold import create
+from grpo_core.commands import SUMMARIES
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("plugin", help="start a new plugin package")
+    p = sub.add_parser("plugin", help=SUMMARIES["plugin"])
     ps = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     new = ps.add_parser(
         "new",

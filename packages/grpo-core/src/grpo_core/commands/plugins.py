@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from grpo_core.commands import print_json
+from grpo_core.commands import SUMMARIES, print_json
 from grpo_core.plugin import plugins
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("plugins", help="list loaded plugins as JSON")
+    p = sub.add_parser("plugins", help=SUMMARIES["plugins"])
     p.add_argument("--all", action="store_true", help="include the core's built-in plugins")
     p.set_defaults(func=run)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks.preflight import format_report, judge_scored, score_groups
+from grpo_core.commands import SUMMARIES
 from grpo_core.config import models
 from grpo_core.config.load import load_config
 from grpo_core.data import passrate
@@ -17,7 +18,7 @@ from grpo_core.run.prepare import check_or_stop, prepare, sampling_settings
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "preflight",
-        help="sample from the base model, score, and report whether the rewards give a learning signal",
+        help=SUMMARIES["preflight"],
         description="Samples num_generations completions for K prompts exactly as training would "
         "(same chat template, temperature, max_completion_length), scores them with the configured "
         "rewards and reports the share of groups with zero reward spread, per-reward statistics, "

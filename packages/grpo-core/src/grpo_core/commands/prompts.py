@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from grpo_core.commands import print_json, table
+from grpo_core.commands import SUMMARIES, print_json, table
 from grpo_core.data.datasets import list_system_prompts, system_prompt_entry
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("prompts", help="list and show registered system prompts")
+    p = sub.add_parser("prompts", help=SUMMARIES["prompts"])
     ps = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = ps.add_parser("list", help="every registered system prompt")
     ls.add_argument("--json", action="store_true", help="print JSON")

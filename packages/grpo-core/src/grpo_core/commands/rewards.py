@@ -5,15 +5,14 @@ from __future__ import annotations
 import inspect
 import sys
 
-from grpo_core.authoring.contract import check_reward
 from grpo_core.base.params import split_signature
-from grpo_core.commands import parse_key_values, print_entries
+from grpo_core.commands import SUMMARIES, parse_key_values, print_entries
 from grpo_core.plugin import registry
 from grpo_core.rewards.reward import list_rewards
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("rewards", help="list, show and check registered rewards")
+    p = sub.add_parser("rewards", help=SUMMARIES["rewards"])
     rs = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = rs.add_parser("list", help="every registered reward")
     ls.add_argument("--json", action="store_true", help="print JSON")
@@ -62,6 +61,10 @@ def run_show(args) -> int:
 
 
 def run_check(args) -> int:
+    # the contract suite runs rewards concurrently (asyncio, a thread pool): loaded for this
+    # action only, not for `grpo rewards list`
+    from grpo_core.authoring.contract import check_reward
+
     params = parse_key_values(args.extra, "grpo rewards check")
     results = check_reward(args.name, params)
     for r in results:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.tables import number
+from grpo_core.commands import SUMMARIES
 from grpo_core.rewards.reward import resolve
 from grpo_core.rewards.specs import parse_spec
 from grpo_core.run import rollout_log
@@ -29,7 +30,7 @@ Without a filter: per step, the best and worst completion of the first K groups.
 def add_parser(sub) -> None:
     import argparse
 
-    p = sub.add_parser("rollouts", help="read a run's rollout log: best and worst completions, hacking filters",
+    p = sub.add_parser("rollouts", help=SUMMARIES["rollouts"],
                        description="What the model wrote while it learned: grpo train logs every scored completion "
                        "in OUTPUT_DIR/rollouts/ (log.rollouts).", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -11,7 +11,7 @@ from grpo_core.base.errors import GrpoError, MissingColumnError
 from grpo_core.base.tables import number as show_number
 from grpo_core.base.text import completion_text
 from grpo_core.checks import manifest
-from grpo_core.commands import print_json, table
+from grpo_core.commands import SUMMARIES, print_json, table
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import (
     ROW_ONLY,
@@ -29,7 +29,7 @@ INPUTS = (".jsonl", ".csv", ".parquet")
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "score",
-        help="score completions from a JSONL, CSV or Parquet file with composed rewards (no model needed)",
+        help=SUMMARIES["score"],
         description="Each input row has a 'completion' (text or a list of messages) and any dataset "
         "columns the rewards read ('answer', ...); 'prompt' and 'completion_ids' are passed on when "
         "present. With --against, a second reward set scores the same completions, and the report "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from grpo_core.commands import SUMMARIES
 from grpo_core.config.load import load_config
 from grpo_core.config.reference import reference
 from grpo_core.run.outputs import check_writable
@@ -24,7 +25,7 @@ Command-line values override the YAML and apply to every stage.
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "train",
-        help="train with GRPO from a YAML config (every GRPOConfig field settable)",
+        help=SUMMARIES["train"],
         description="GRPO training with trl.GRPOTrainer: rewards and dataset by name, LoRA or full "
         "fine-tune, health monitor, multi-stage. Outputs: checkpoints, adapter, metrics.jsonl, "
         "rewards.png, the resolved config.",

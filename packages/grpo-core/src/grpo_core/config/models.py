@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.base.paths import cache_dir
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -51,16 +52,6 @@ ALIASES: dict[str, Alias] = {
 }
 
 MARKER = "grpo_model.json"  # written last: a cache entry without it is incomplete
-
-
-def cache_dir(kind: str = "models") -> Path:
-    """``$GRPO_CACHE_DIR/<kind>``, else ``$XDG_CACHE_HOME/grpo/<kind>``, else ``~/.cache/grpo/<kind>``."""
-    root = os.environ.get("GRPO_CACHE_DIR")
-    if root:
-        return Path(root).expanduser() / kind
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "grpo" / kind
 
 
 def _ready(path: Path) -> bool:

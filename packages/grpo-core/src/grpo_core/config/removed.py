@@ -9,8 +9,8 @@ import importlib.util
 from typing import Any
 
 from grpo_core.base.errors import ConfigError
+from grpo_core.base.flags import flag_value, yaml_value
 from grpo_core.base.problems import Problems
-from grpo_core.config.overrides import flag_value, yaml_value
 from grpo_core.config.schema import SECTIONS, shown
 from grpo_core.config.trl_compat import KEYS
 
