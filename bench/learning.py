@@ -1,28 +1,33 @@
-"""Does a grpo run teach more per generated token than bare TRL?
+"""Does a grpo run teach more per generated token than bare TRL, and why?
 
-The same small run three ways, side by side, for each seed:
+Arms, each the same small run (the quickstart's model, data, reward functions resolved
+by name, GRPOConfig):
 
-- ``bare``: a bare ``trl.GRPOTrainer`` script with the quickstart's model, data,
-  reward functions (resolved by name, the same functions) and GRPOConfig;
-- ``grpo``: ``grpo train`` on the same config;
+- ``bare``: a bare ``trl.GRPOTrainer`` script;
+- ``denominator``: the same, with flat groups kept but left out of the loss
+  denominator (TRL's default ``dapo`` loss divides by every completion token, flat
+  groups' too, so dropping them also raises the step size by about 1/(1-f)): it
+  separates that effect from choosing which groups to train;
+- ``grpo``: ``grpo train`` (the same trajectory as ``bare``: a check of grpo's overhead);
 - ``dynamic``: ``grpo train`` with dynamic sampling (``sampling.dynamic``).
 
-Each trains until it has generated the same number of completion tokens (the
-budget; dynamic sampling's dropped groups count), with a constant learning rate
-after warm-up so that stopping at the budget is fair to all three. Held-out
-accuracy is measured as ``grpo eval`` measures it (the same 64 test prompts,
-greedy, math.correctness at full marks) before and after. Printed per
-configuration: held-out accuracy, the flat share of what was trained, tokens
-generated, steps, wall time, and the ratios against bare TRL (the step time of
-``grpo`` against ``bare`` among them: the overhead of grpo's own work per step).
+Axes: ``--axis tokens`` trains each run until it has generated the same number of
+completion tokens (dynamic sampling's dropped groups count); ``--axis steps`` gives
+each run the same number of optimizer steps. ``--lrs`` sweeps learning rates (a
+constant rate after warm-up, so stopping at the budget is fair); ``--seeds`` repeats.
+Held-out accuracy is measured as ``grpo eval`` measures it (``--limit`` test prompts,
+200 by default, greedy, math.correctness at full marks); every accuracy is printed with
+its binomial standard error, every mean over seeds with its standard error, and each
+arm's best rate. A full sweep takes an hour or more on 2 cores: ``--results FILE``
+appends each finished cell and skips those already there, so it can run one cell at a
+time (``--arms dynamic --lrs 1e-3 --seeds 2``) and the table covers them all.
 
-    python bench/learning.py                      # seeds 0-2, the quickstart's model (minutes per run)
-    python bench/learning.py --quick              # a tiny random model, 2 steps: a smoke test
-    python bench/learning.py --config examples/quickstart.yaml --budget 6000 --seeds 0 1
+    python bench/learning.py --results bench/learning.jsonl                # the config's lr, 3 seeds
+    python bench/learning.py --results r.jsonl --lrs 5e-4 1e-3 2e-3 --axis steps --steps 12
+    python bench/learning.py --quick --arms bare denominator dynamic       # a tiny model: a smoke test
 
-Held-out accuracy during training and ``grpo check`` are off in the grpo runs
-(they would cost time the bare one does not spend); ``grpo eval`` measures
-afterwards.
+Held-out accuracy during training and ``grpo check`` are off in the grpo runs (they
+would cost time the bare one does not spend); ``grpo eval`` measures afterwards.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ import torch
 from transformers import TrainerCallback
 import trl
 
-budget, out = int(sys.argv[1]), sys.argv[2]
+budget, out = int(sys.argv[1]), sys.argv[2]  # budget 0: no token stop (equal steps)
 TOKENS = {"n": 0}
+DENOMINATOR = {"trained_only": False}  # the control arm: flat groups kept, left out of the loss denominator
 _real = trl.GRPOTrainer._generate_and_score_completions
 
 
@@ -57,6 +63,11 @@ def counted(self, inputs):
     if self.model.training:
         mask = result["completion_mask"]
         TOKENS["n"] += int(self.accelerator.gather(mask.sum()).sum())
+        if DENOMINATOR["trained_only"]:
+            # dapo divides by every completion token of the batch, flat groups' too; here only the tokens of
+            # rows whose advantage is not zero count (what dropping flat groups does to the step size)
+            spread = (result["advantages"] != 0).to(mask.dtype).unsqueeze(1)
+            result["num_items_in_batch"] = self.accelerator.gather((mask * spread).sum()).sum().clamp(min=1)
     return result
 
 
@@ -69,7 +80,7 @@ class Budget(TrainerCallback):
         if logs and "reward" in logs:
             STEPS.append({"time": time.time(), "tokens": TOKENS["n"], **{k: v for k, v in logs.items()
                           if isinstance(v, (int, float))}})
-            if TOKENS["n"] >= budget:
+            if budget and TOKENS["n"] >= budget:
                 control.should_training_stop = True
 
 
@@ -85,13 +96,14 @@ import grpo_core
 from grpo_core.config.models import load
 
 cfg = yaml.safe_load(open(sys.argv[3]))
-seed, max_steps = int(sys.argv[4]), int(sys.argv[5])
+seed, max_steps, lr = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+DENOMINATOR["trained_only"] = sys.argv[7] == "trained"
 funcs, weights = grpo_core.compose_rewards(cfg["rewards"])
 d = cfg["dataset"]
 ds = grpo_core.build_prompts(grpo_core.load_dataset(d["name"], **d.get("params", {})), d.get("system_prompt"))
 model, tok = load(cfg["model"]["id"], dtype="float32", device="cpu", log=lambda *a: None)
 lora = cfg["lora"]
-args = GRPOConfig(output_dir=out, max_steps=max_steps, learning_rate=cfg["learning_rate"],
+args = GRPOConfig(output_dir=out, max_steps=max_steps, learning_rate=lr,
                   lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.get("warmup_steps", 0),
                   per_device_train_batch_size=cfg["per_device_train_batch_size"],
                   num_generations=cfg["num_generations"], max_completion_length=cfg["max_completion_length"],
@@ -154,92 +166,153 @@ def _step_time(steps: list[dict]) -> float:
     return statistics.median(gaps) if gaps else float("nan")
 
 
-def one(which: str, seed: int, opts, tmp: Path, env: dict) -> dict:
-    out = tmp / f"{which}-{seed}"
-    common = ["--seed", str(seed), "--lr_scheduler_type", "constant_with_warmup", "--heldout.enabled", "false",
-              "--max_steps", str(opts.max_steps), *opts.extra]
-    if which == "bare":
-        result = _run(BARE, [str(opts.budget), str(out), str(opts.config), str(seed), str(opts.max_steps)], env)
+ARMS = ("bare", "denominator", "grpo", "dynamic")
+
+
+def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict) -> dict:
+    """One cell: ``arm`` at learning rate ``lr`` and ``seed``, trained to the token budget
+    (``--axis tokens``) or for ``--steps`` optimizer steps (``--axis steps``), then evaluated."""
+    out = tmp / f"{arm}-{lr:g}-{seed}"
+    budget, max_steps = (opts.budget, opts.max_steps) if opts.axis == "tokens" else (0, opts.steps)
+    common = ["--seed", str(seed), "--learning_rate", str(lr), "--lr_scheduler_type", "constant_with_warmup",
+              "--heldout.enabled", "false", "--max_steps", str(max_steps), *opts.extra]
+    if arm in ("bare", "denominator"):
+        result = _run(BARE, [str(budget), str(out), str(opts.config), str(seed), str(max_steps), str(lr),
+                             "trained" if arm == "denominator" else "all"], env)
     else:
         dyn = ["--sampling.dynamic", "true", "--sampling.max_rounds", str(opts.max_rounds),
-               "--sampling.metric", opts.metric] if which == "dynamic" else ["--sampling.dynamic", "false"]
-        result = _run(GRPO, [str(opts.budget), str(out), str(opts.config), *common, *dyn], env)
+               "--sampling.metric", opts.metric] if arm == "dynamic" else ["--sampling.dynamic", "false"]
+        result = _run(GRPO, [str(budget), str(out), str(opts.config), *common, *dyn], env)
     acc = _eval(opts.config, out / "adapter", opts.extra, env, opts.limit)
     steps = result["steps"]
-    return {"config": which, "seed": seed, "base": acc["base"], "accuracy": acc["trained"], "flat": _flat(steps),
-            "tokens": result["tokens"], "steps": len(steps), "wall": result["wall"], "step_time": _step_time(steps)}
+    return {"arm": arm, "axis": opts.axis, "lr": lr, "seed": seed, "base": acc["base"], "accuracy": acc["trained"],
+            "prompts": opts.limit, "flat": _flat(steps), "tokens": result["tokens"], "steps": len(steps),
+            "wall": result["wall"], "step_time": _step_time(steps)}
+
+
+def binomial_se(p: float, n: int) -> float:
+    """The standard error of an accuracy p measured on n prompts."""
+    return (p * (1 - p) / n) ** 0.5 if n else float("nan")
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (nan with fewer than two)."""
+    m = statistics.mean(values)
+    return m, (statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else float("nan"))
 
 
 def table(rows: list[dict]) -> str:
-    head = f"{'config':8} {'seed':>4} {'held-out acc':>12} {'(base)':>7} {'flat trained':>12} {'tokens':>7} " \
-           f"{'steps':>5} {'wall s':>7} {'s/step':>7}"
+    head = f"{'arm':11} {'axis':6} {'lr':>7} {'seed':>4} {'held-out acc':>15} {'(base)':>7} {'flat':>5} " \
+           f"{'tokens':>7} {'steps':>5} {'wall s':>7} {'s/step':>7}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['config']:8} {r['seed']:>4} {r['accuracy']:>12.3f} {r['base']:>7.3f} {r['flat']:>12.2f} "
-                     f"{r['tokens']:>7} {r['steps']:>5} {r['wall']:>7.0f} {r['step_time']:>7.2f}")
+        se = binomial_se(r["accuracy"], r.get("prompts", 0))
+        lines.append(f"{r['arm']:11} {r['axis']:6} {r['lr']:>7g} {r['seed']:>4} {r['accuracy']:>7.3f} ± {se:.3f} "
+                     f"{r['base']:>7.3f} {r['flat']:>5.2f} {r['tokens']:>7} {r['steps']:>5} {r['wall']:>7.0f} "
+                     f"{r['step_time']:>7.2f}")
     return "\n".join(lines)
 
 
 def summary(rows: list[dict]) -> list[str]:
-    out = []
-    by = {c: [r for r in rows if r["config"] == c] for c in ("bare", "grpo", "dynamic")}
-    mean = lambda c, k: statistics.mean(r[k] for r in by[c]) if by[c] else float("nan")  # noqa: E731
-    for c in ("bare", "grpo", "dynamic"):
-        if by[c]:
-            out.append(f"{c:8} mean held-out accuracy {mean(c, 'accuracy'):.3f} (base {mean(c, 'base'):.3f}), "
-                       f"flat share trained {mean(c, 'flat'):.2f}, {mean(c, 'tokens'):.0f} tokens, "
-                       f"{mean(c, 'steps'):.1f} steps, {mean(c, 'wall'):.0f} s")
-    if by["bare"] and by["grpo"]:
-        out.append(f"step time grpo/bare: {mean('grpo', 'step_time') / mean('bare', 'step_time'):.3f} "
-                   f"(goal <= 1.02)")
-    if by["bare"] and by["dynamic"]:
-        out.append(f"held-out accuracy dynamic - bare: {mean('dynamic', 'accuracy') - mean('bare', 'accuracy'):+.3f}; "
-                   f"wall time dynamic/bare: {mean('dynamic', 'wall') / mean('bare', 'wall'):.2f}")
+    """Per arm, axis and learning rate: mean held-out accuracy over seeds ± its standard error,
+    and each arm's best rate."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["axis"], r["arm"], r["lr"]), []).append(r)
+    out = [f"{'axis':6} {'arm':11} {'lr':>7} {'seeds':>5} {'mean acc ± se':>15} {'base':>6} {'steps':>6} "
+           f"{'tokens':>7}"]
+    best: dict[tuple, tuple] = {}
+    for (axis, arm, lr), rs in sorted(cells.items()):
+        m, se = mean_se([r["accuracy"] for r in rs])
+        out.append(f"{axis:6} {arm:11} {lr:>7g} {len(rs):>5} {m:>7.3f} ± {se:5.3f} "
+                   f"{statistics.mean(r['base'] for r in rs):>6.3f} {statistics.mean(r['steps'] for r in rs):>6.1f} "
+                   f"{statistics.mean(r['tokens'] for r in rs):>7.0f}")
+        if (axis, arm) not in best or m > best[(axis, arm)][0]:
+            best[(axis, arm)] = (m, se, lr)
+    for (axis, arm), (m, se, lr) in sorted(best.items()):
+        out.append(f"best rate, {axis}: {arm} at lr {lr:g}: {m:.3f} ± {se:.3f}")
     return out
 
 
-def main() -> None:
+def read_results(path: Path | None) -> list[dict]:
+    if path is None or not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def done(rows: list[dict], arm: str, axis: str, lr: float, seed: int) -> bool:
+    return any((r["arm"], r["axis"], r["lr"], r["seed"]) == (arm, axis, lr, seed) for r in rows)
+
+
+def _options():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "examples" / "quickstart.yaml")
+    parser.add_argument("--arms", nargs="+", default=["bare", "denominator", "dynamic"], choices=ARMS)
+    parser.add_argument("--axis", choices=("tokens", "steps"), default="tokens",
+                        help="equal completion-token budget, or equal optimizer steps")
+    parser.add_argument("--lrs", type=float, nargs="+", default=None,
+                        help="learning rates to sweep (default: the config's)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--budget", type=int, default=2500, help="completion tokens generated per run")
+    parser.add_argument("--budget", type=int, default=2500, help="completion tokens per run (--axis tokens)")
+    parser.add_argument("--steps", type=int, default=12, help="optimizer steps per run (--axis steps)")
     parser.add_argument("--max-steps", type=int, default=60, help="a cap; the budget stops runs first")
     parser.add_argument("--max-rounds", type=int, default=3, help="dynamic sampling's max_rounds")
     parser.add_argument("--metric", default="math.correctness",
                         help="dynamic sampling's metric: a group is flat when this reward agrees (or 'total')")
-    parser.add_argument("--limit", type=int, default=64, help="held-out prompts for grpo eval")
-    parser.add_argument("--configs", nargs="+", default=["bare", "grpo", "dynamic"])
+    parser.add_argument("--limit", type=int, default=200, help="held-out prompts for grpo eval")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="a JSONL file: each finished cell is appended, cells already in it are skipped "
+                             "(run one cell at a time, or resume), and the table covers all of it")
     parser.add_argument("--quick", action="store_true", help="a tiny random model, 2 steps: a smoke test")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument("--json", type=Path, default=None, help="also write this run's rows as JSON")
     opts, opts.extra = parser.parse_known_args()
+    return opts
+
+
+def _quick(opts, tmp: Path) -> None:
+    from grpo_core.testing import make_tiny_model
+
+    model = make_tiny_model(tmp / "model")
+    opts.extra += ["--model.id", str(model), "--max_completion_length", "8"]
+    opts.budget, opts.max_steps, opts.steps, opts.limit, opts.seeds = 64, 2, 2, 4, opts.seeds[:1]
+    quick = tmp / "quick.yaml"
+    import yaml
+
+    cfg = yaml.safe_load(opts.config.read_text())
+    cfg["model"]["id"], cfg["max_completion_length"] = str(model), 8
+    quick.write_text(yaml.safe_dump(cfg))
+    opts.config = quick
+
+
+def main() -> None:
+    opts = _options()
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                TRANSFORMERS_VERBOSITY="error")
+    import yaml
+
+    lrs = opts.lrs or [float(yaml.safe_load(opts.config.read_text())["learning_rate"])]
+    previous = read_results(opts.results)
+    cells = [(arm, lr, seed) for seed in opts.seeds for lr in lrs for arm in opts.arms
+             if not done(previous, arm, opts.axis, lr, seed)]
+    rows = []
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grpo-learning-") as tmp:
         tmp = Path(tmp)
         if opts.quick:
-            from grpo_core.testing import make_tiny_model
-
-            model = make_tiny_model(tmp / "model")
-            opts.extra += ["--model.id", str(model), "--max_completion_length", "8"]
-            opts.budget, opts.max_steps, opts.limit, opts.seeds = 64, 2, 4, opts.seeds[:1]
-            quick = tmp / "quick.yaml"
-            import yaml
-
-            cfg = yaml.safe_load(opts.config.read_text())
-            cfg["model"]["id"], cfg["max_completion_length"] = str(model), 8
-            quick.write_text(yaml.safe_dump(cfg))
-            opts.config = quick
-        rows = []
-        t0 = time.perf_counter()
-        for seed in opts.seeds:
-            for which in opts.configs:
-                rows.append(one(which, seed, opts, tmp, env))
-                print(table(rows[-1:]).splitlines()[-1], flush=True)
+            _quick(opts, tmp)
+        for k, (arm, lr, seed) in enumerate(cells, 1):
+            print(f"[{k}/{len(cells)}] {arm}, axis {opts.axis}, lr {lr:g}, seed {seed} "
+                  f"({time.perf_counter() - t0:.0f} s so far)", flush=True)
+            rows.append(one(arm, seed, lr, opts, tmp, env))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+            if opts.results is not None and not opts.quick:
+                with open(opts.results, "a") as f:
+                    f.write(json.dumps(rows[-1]) + "\n")
+    every = previous + rows if not opts.quick else rows
+    print(f"\n{len(rows)} runs now, {len(every)} in all ({time.perf_counter() - t0:.0f} s)")
+    print(table(every))
     print()
-    print(f"{len(rows)} runs, budget {opts.budget} completion tokens each ({time.perf_counter() - t0:.0f} s)")
-    print(table(rows))
-    print()
-    print("\n".join(summary(rows)))
+    print("\n".join(summary(every)))
     if opts.json:
         opts.json.write_text(json.dumps(rows, indent=2))
 

@@ -1,24 +1,52 @@
-"""bench/learning.py --quick runs the three configurations end to end on a tiny model."""
+"""bench/learning.py: --quick runs every arm end to end on a tiny model; the table's
+standard errors and best rates are worked out by hand."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_learning_bench_smoke_mode_prints_the_table():
+def bench():
+    spec = importlib.util.spec_from_file_location("learning_bench", ROOT / "bench" / "learning.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learning_bench_smoke_mode_runs_every_arm():
     env = {k: v for k, v in os.environ.items() if k != "GRPO_PLUGINS"}  # the installed plugins, as a user has them
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "learning.py"), "--quick"], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT, env=env)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "learning.py"), "--quick", "--arms", "bare",
+                           "denominator", "grpo", "dynamic"], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    rows = [line.split() for line in proc.stdout.splitlines() if line.split()[:1] in (["bare"], ["grpo"], ["dynamic"])
-            and len(line.split()) == 9]
-    assert [r[0] for r in rows][-3:] == ["bare", "grpo", "dynamic"]
-    # the budget (64 completion tokens: 8 completions x 8 tokens) stops bare and grpo after one step;
-    # dynamic sampling's extra rounds count toward the tokens generated
-    assert int(rows[-3][5]) == int(rows[-2][5]) == 64 and int(rows[-1][5]) >= 64
-    assert "step time grpo/bare" in proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines()
+            if line.split()[:1] in (["bare"], ["denominator"], ["grpo"], ["dynamic"]) and len(line.split()) == 13]
+    assert [r[0] for r in rows][-4:] == ["bare", "denominator", "grpo", "dynamic"]
+    # the budget (64 completion tokens: 8 completions x 8 tokens) stops bare, the control and grpo after one
+    # step; dynamic sampling's extra rounds count toward the tokens generated
+    tokens = [int(r[9]) for r in rows[-4:]]
+    assert tokens[:3] == [64, 64, 64] and tokens[3] >= 64
+    assert "best rate, tokens: denominator at lr 0.001" in proc.stdout
+
+
+def test_standard_errors_and_best_rates_by_hand():
+    b = bench()
+    assert b.binomial_se(0.5, 200) == pytest.approx(0.0353553, abs=1e-6)  # sqrt(0.25 / 200)
+    m, se = b.mean_se([0.40, 0.50, 0.60])
+    assert m == pytest.approx(0.5) and se == pytest.approx(0.1 / 3 ** 0.5)  # stdev 0.1 over sqrt(3)
+    row = {"axis": "steps", "base": 0.2, "steps": 12, "tokens": 3000, "seed": 0}
+    rows = [{**row, "arm": "bare", "lr": 1e-3, "accuracy": a} for a in (0.1, 0.2)] + \
+           [{**row, "arm": "bare", "lr": 5e-4, "accuracy": a} for a in (0.3, 0.5)] + \
+           [{**row, "arm": "dynamic", "lr": 1e-3, "accuracy": a} for a in (0.5, 0.7)]
+    lines = b.summary(rows)
+    assert "best rate, steps: bare at lr 0.0005: 0.400 ± 0.100" in lines  # mean 0.4, stdev 0.1414 / sqrt 2
+    assert "best rate, steps: dynamic at lr 0.001: 0.600 ± 0.100" in lines
+    assert b.done(rows, "bare", "steps", 5e-4, 0) is True and b.done(rows, "bare", "steps", 2e-3, 0) is False
