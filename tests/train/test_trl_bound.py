@@ -60,10 +60,9 @@ def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plug
     """Forced: the compiled decoder gets a backend torch does not have."""
     from grpo_core.run import generation
     from grpo_core.run import train
-    from grpo_core.run import trainer
 
     real = generation.enable_fast_generation
-    monkeypatch.setattr(trainer, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
+    monkeypatch.setattr(generation, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
     made, logged = [], []
     real_make = train._make_trainer
     monkeypatch.setattr(train, "_make_trainer", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
@@ -73,7 +72,7 @@ def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plug
     warnings = [m for m in logged if "fast generation (static cache, compiled decoding) failed" in m]
     assert len(warnings) == 1 and "model.fast_generation: false" in warnings[0]
     g = made[0].generation_config
-    assert g.cache_implementation is None and g.disable_compile is True and not made[0].fast_generation
+    assert g.cache_implementation is None and g.disable_compile is True and not made[0].sampler.fast
 
 
 def test_preflight_and_eval_sampling_fall_back_too(tiny_model, capsys):

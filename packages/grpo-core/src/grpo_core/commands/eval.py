@@ -128,7 +128,7 @@ def run(args) -> int:
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device, chat_template=cfg.model.chat_template)
         if cfg.environment is not None:
-            results[label] = _multi_turn(cfg, stage, rows, model, tok, device, args.samples)
+            results[label] = _multi_turn(p, stage, rows, model, tok, args.samples)
             continue
         groups = generation.generate(model, tok, prompts, n=args.samples, **sampling)
         del model
@@ -140,11 +140,11 @@ def run(args) -> int:
     return 0
 
 
-def _multi_turn(cfg, stage, rows, model, tokenizer, device: str, samples: int) -> dict:
+def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> dict:
     """Environments and tools: training's rollouts (tool calls, results, turns), greedy
     for one sample; TRL's scores, environments' rewards included."""
 
-    done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, samples, greedy=samples == 1)
+    done = rollouts.sample(prepared, stage, rows, model, tokenizer, samples, greedy=samples == 1)
     out = _summary(stage.funcs, done.per_reward, done.totals, rollouts.as_groups(done), names=done.names)
     out["tool_calls"] = rollouts.mean_tool_calls(done)
     return out

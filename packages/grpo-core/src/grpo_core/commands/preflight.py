@@ -57,13 +57,14 @@ def sample_groups(cfg, stage_plan, rows, device: str, log=print, k: int | None =
     return prompts, groups
 
 
-def multi_turn_report(cfg, stage, rows, device: str, log=print, k: int | None = None):
+def multi_turn_report(prepared, stage, rows, log=print, k: int | None = None):
     """Environments and tools: the rollouts training runs (TRL's, with tool calls and
     results), scored as training scores them, environments' rewards included."""
 
+    cfg, device = prepared.cfg, prepared.device
     model, tokenizer = models.load(cfg.model.id, dtype=cfg.model.dtype, attn_implementation=cfg.model.attn_implementation,
                             revision=cfg.model.revision, device=device, chat_template=cfg.model.chat_template, log=log)
-    done = rollouts.sample(cfg, stage, rows, model, tokenizer, device, k or stage.args.num_generations)
+    done = rollouts.sample(prepared, stage, rows, model, tokenizer, k or stage.args.num_generations)
     scored = rollouts.scored(done)
     report = judge_scored(done.names, done.weights, [r["prompt"] for r in rows], scored, rollouts.as_groups(done),
                           stage.args.temperature)
@@ -90,7 +91,7 @@ def run(args) -> int:
     print(f"preflight: {len(rows)} prompts x {k} completions from "
           f"{cfg.model.id} on {device} (stage '{stage.section.name}') ...", flush=True)
     if cfg.environment is not None:
-        report, scored = multi_turn_report(cfg, stage, rows, device, k=k)
+        report, scored = multi_turn_report(p, stage, rows, k=k)
     else:
         prompts, groups = sample_groups(cfg, stage, rows, device, k=k)
         scored = score_groups(stage.funcs, stage.weights, prompts, rows, groups)

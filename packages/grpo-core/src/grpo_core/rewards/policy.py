@@ -60,6 +60,26 @@ class Stalls:
     action: str = "stop"  # stop: end the run with a checkpoint; drop: go on without the reward
 
 
+@dataclass(frozen=True)
+class PolicySettings:
+    """The failure policy's settings together (the ``health`` section's reward keys):
+    what :func:`guard_rewards` and :func:`guard_added` take, as one value."""
+
+    window: int = 5  # batches the failure share is measured over (health.window)
+    max_share: float = 0.2  # failed share of items before the run stops (health.max_reward_errors)
+    stalls: Stalls = Stalls()  # time-outs in a row (health.max_reward_timeouts, health.on_reward_timeout)
+    time_limit: float | None = None  # rewards TRL adds (an environment's get_reward); ours carry their own
+
+    def guard(self, funcs: list, log: Callable[[str], None] = print) -> list:
+        """The composed rewards, each wrapped (:func:`guard_rewards`)."""
+        return guard_rewards(funcs, window=self.window, max_share=self.max_share, log=log, stalls=self.stalls)
+
+    def guard_added(self, funcs: list, names: list[str], own: int, log: Callable[[str], None] = print) -> None:
+        """The rewards TRL added after the ``own`` first ones, wrapped in place (:func:`guard_added`)."""
+        guard_added(funcs, names, own, self.time_limit, window=self.window, max_share=self.max_share, log=log,
+                    stalls=self.stalls)
+
+
 class GuardedReward:
     """A TRL reward function around a :class:`Reward`; see the module docstring."""
 
@@ -308,5 +328,5 @@ class _Named:
         return self.func(*args, **kwargs)
 
 
-__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "RewardFailure", "RewardStalled", "Stalls",
-           "guard_rewards"]
+__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "PolicySettings", "RewardFailure", "RewardStalled",
+           "Stalls", "guard_rewards"]

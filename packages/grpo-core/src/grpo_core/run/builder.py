@@ -1,58 +1,101 @@
 """One builder for the trainer: ``grpo train`` and the rollouts of ``grpo
-preflight`` and ``grpo eval`` get the same :class:`~grpo_core.run.trainer.GrpoTrainer`,
-complete when built: rewards guarded (an environment's too), callbacks bound,
-transformers' console printers gone."""
+preflight``, ``grpo eval`` and held-out accuracy get the same
+:class:`~grpo_core.run.trainer.GrpoTrainer`, complete when built: rewards guarded
+(an environment's too), callbacks bound, transformers' console printers gone.
+
+:func:`features_of` is the one place the trainer's feature settings
+(:class:`~grpo_core.run.features.Features`) are read from the config."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
+from grpo_core.config.precision import Precision, sampling_autocast
 from grpo_core.rewards.environments import trainer_kwargs
-from grpo_core.rewards.policy import Stalls, guard_rewards
-from grpo_core.run.prepare import fast_generation, generation_threads
+from grpo_core.rewards.policy import PolicySettings, Stalls
+from grpo_core.run.dynamic import DynamicSettings
+from grpo_core.run.exact_resume import ResumeSettings
+from grpo_core.run.features import Features
+from grpo_core.run.generation import Sampling
+from grpo_core.run.nonfinite import GuardSettings
+from grpo_core.run.prepare import (
+    Prepared,
+    StagePlan,
+    fast_generation,
+    generation_threads,
+    lora_config,
+)
+from grpo_core.run.resume import settings_of
+from grpo_core.run.rollout_log import FOLDER, RolloutLogSettings, prompt_index
 
 
-def build_trainer(cfg, stage, model, tokenizer, *, device: str, train_ds, eval_ds=None, precision=None,
-                  peft_config=None, callbacks: list = (), log: Callable[[str], None] = print, report=None,
-                  settings: dict | None = None, rollouts_only: bool = False, rollout_log: dict | None = None):
-    """The trainer of one stage (a :class:`~grpo_core.run.prepare.StagePlan`).
-    ``rollouts_only``: training's arguments without reporting, a reference model or
-    vLLM, for sampling and scoring only (preflight and eval sample with transformers)."""
+def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | None = None, offset: int = 0,
+                rollouts_only: bool = False) -> Features:
+    """The trainer's features for one stage, from the config. ``precision``: how the
+    model was loaded (``prepare.load_model``); ``offset``: global steps of the stages
+    before this one; ``rollouts_only``: sampling and scoring only (no dynamic sampling,
+    rollout log, settings record, reward guard, autocast or cast)."""
+    cfg, device, h = prepared.cfg, prepared.device, prepared.cfg.health
+    sampling = Sampling(fast=fast_generation(cfg, _args(plan, rollouts_only), device),
+                        threads=generation_threads(cfg, device), autocast=sampling_autocast(precision, "cuda"))
+    guard = GuardSettings(h.on_nonfinite, h.snapshot, h.max_skips, h.max_weight_jump)
+    environment_rewards = trainer_kwargs(cfg.environment).get("environment_rewards", {})
+    if rollouts_only:
+        return Features(sampling=sampling, guard=guard, environment_rewards=environment_rewards)
+    every = cfg.log.rollout_every
+    return Features(
+        sampling=sampling, guard=guard, environment_rewards=environment_rewards,
+        rewards=PolicySettings(h.window, h.max_reward_errors, Stalls(h.max_reward_timeouts, h.on_reward_timeout),
+                               h.reward_time_limit),
+        dynamic=DynamicSettings(cfg.sampling.max_rounds, cfg.sampling.metric) if cfg.sampling.dynamic else None,
+        rollout_log=RolloutLogSettings(prepared.root / FOLDER, every, plan.section.name, offset,
+                                       prompt_index(prepared.train_ds)) if every else None,
+        resume=ResumeSettings(settings_of(cfg, plan, len(prepared.train_ds))),
+        trainable=precision.trainable if precision is not None and precision.trainable != "float32" else None)
+
+
+def build_trainer(prepared: Prepared, plan: StagePlan, model, tokenizer, *, callbacks: Sequence = (),
+                  log: Callable[[str], None] = print, report=None, rollouts_only: bool = False, dataset=None,
+                  features: Features | None = None):
+    """The trainer of one stage (``plan``, one of ``prepared.plans``). ``features``:
+    default :func:`features_of` (no precision, the first stage). ``rollouts_only``:
+    training's arguments without reporting, a reference model, vLLM or LoRA, for
+    sampling and scoring ``dataset`` only (preflight and eval sample with
+    transformers). ``dataset``: the prompts sampled from (default the training split)."""
     from peft import PeftModel
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     from grpo_core.run.trainer import GrpoTrainer
 
-    args, funcs = stage.args, list(stage.funcs)
-    h = cfg.health
-    guard: dict[str, Any] = dict(window=h.window, max_share=h.max_reward_errors, log=log,
-                                 stalls=Stalls(h.max_reward_timeouts, h.on_reward_timeout))
-    if rollouts_only:
-        args = copy.copy(args)
-        args.report_to, args.beta, args.use_vllm, args.push_to_hub = [], 0.0, False, False
-        args.log_completions = False
-    else:
-        funcs = guard_rewards(funcs, **guard)
+    features = features if features is not None else features_of(prepared, plan, rollouts_only=rollouts_only)
+    args, funcs = _args(plan, rollouts_only), list(plan.funcs)
+    if features.rewards is not None:
+        funcs = features.rewards.guard(funcs, log)
+    peft_config = None if rollouts_only or isinstance(model, PeftModel) else lora_config(prepared.cfg)
+    env = {k: v for k, v in trainer_kwargs(prepared.cfg.environment).items() if k != "environment_rewards"}
     missing = _missing_folders(args.output_dir) if rollouts_only else []
     trainer = GrpoTrainer(
-        model=model, reward_funcs=funcs, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
-        processing_class=tokenizer, callbacks=list(callbacks),
-        peft_config=peft_config if not isinstance(model, PeftModel) else None,
-        precision=precision, fast_generation=fast_generation(cfg, args, device),
-        generation_threads=generation_threads(cfg, device), on_nonfinite=h.on_nonfinite, snapshot=h.snapshot,
-        max_skips=h.max_skips, max_jump=h.max_weight_jump, report=report, settings=settings, log=log, rollout_log=rollout_log,
-        dynamic={"max_rounds": cfg.sampling.max_rounds, "metric": cfg.sampling.metric}
-        if cfg.sampling.dynamic and not rollouts_only else None,
-        guard_rewards=None if rollouts_only else {**guard, "time_limit": h.reward_time_limit},
-        **trainer_kwargs(cfg.environment),
-    )
+        model=model, reward_funcs=funcs, args=args, processing_class=tokenizer, peft_config=peft_config,
+        train_dataset=prepared.train_ds if dataset is None else dataset,
+        eval_dataset=None if rollouts_only else prepared.eval_ds, callbacks=list(callbacks),
+        features=features, report=report, log=log, **env)
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
     _remove_empty(missing)  # transformers' Trainer makes output_dir; sampling and scoring write nothing there
     return trainer
+
+
+def _args(plan: StagePlan, rollouts_only: bool):
+    """The stage's GRPOConfig; for rollouts only, a copy without reporting, a reference
+    model, vLLM or pushing."""
+    if not rollouts_only:
+        return plan.args
+    args = copy.copy(plan.args)
+    args.report_to, args.beta, args.use_vllm, args.push_to_hub = [], 0.0, False, False
+    args.log_completions = False
+    return args
 
 
 def _missing_folders(path) -> list:
@@ -72,4 +115,4 @@ def _remove_empty(folders: list) -> None:
             return
 
 
-__all__ = ["build_trainer"]
+__all__ = ["build_trainer", "features_of"]

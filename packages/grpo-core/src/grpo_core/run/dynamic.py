@@ -34,7 +34,10 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from grpo_core.base.errors import ConfigError
 
 STATE = "grpo_dynamic.json"
 # batch entries laid out per prompt (left-padded) and per completion (right-padded)
@@ -42,6 +45,23 @@ PROMPT_KEYS = {"prompt_ids": "pad", "prompt_mask": 0}
 COMPLETION_KEYS = {"completion_ids": "pad", "completion_mask": 0, "tool_mask": 0, "old_per_token_logps": 0.0,
                    "ref_per_token_logps": 0.0, "sampling_per_token_logps": 0.0}
 ROW_KEYS = ("advantages",)
+
+
+@dataclass(frozen=True)
+class DynamicSettings:
+    """``sampling.max_rounds`` and ``sampling.metric`` (dynamic sampling is on when the
+    trainer is given these)."""
+
+    max_rounds: int = 3  # generations per batch at most
+    metric: str = "total"  # flat on the weighted total, or on this reward's scores
+
+
+def enough(flat_by_round: list[list[bool]], local: int, processes: int) -> bool:
+    """The rounds' decision: does every process have ``local`` groups with a spread among
+    the rounds so far? Process ``p`` owns groups ``p * local`` to ``(p + 1) * local - 1``
+    of every round (the flags are gathered, the same on every process)."""
+    return all(sum(not f for flags in flat_by_round for f in flags[p * local:(p + 1) * local]) >= local
+               for p in range(processes))
 
 
 def flat_groups(per_reward: Sequence[Sequence], weights: Sequence[float], group_size: int) -> list[bool]:
@@ -146,4 +166,79 @@ class PromptStream:
         return True
 
 
-__all__ = ["flat_groups", "choose", "merge", "PromptStream", "STATE"]
+class DynamicSampling:
+    """The rounds of one step, for a trainer (see the module docstring): its prompt
+    stream, and what it asks of the trainer, all public (``score_round``,
+    ``last_batch_logs``, ``record_metric``, ``rollout_log``, ``text_tokenizer``,
+    ``accelerator``, ``reward_func_names``, ``reward_weights``)."""
+
+    def __init__(self, settings: DynamicSettings, dataset, *, group_size: int, local_batch: int, seed: int):
+        if local_batch % group_size:
+            raise ConfigError(
+                f"sampling.dynamic needs each process's generation batch (per_device_train_batch_size x "
+                f"steps_per_generation = {local_batch}) to hold whole groups of num_generations = {group_size}: "
+                f"make it a multiple of {group_size}.")
+        self.settings = settings
+        self.dataset = dataset
+        self.group_size = group_size
+        self.stream = PromptStream(len(dataset), seed=seed)
+
+    def generate(self, trainer, inputs: list[dict]) -> dict:
+        """Rounds of generation until each process has its groups with a spread (or the
+        rounds run out), merged into one batch of TRL's shape."""
+        g, procs, me = self.group_size, trainer.accelerator.num_processes, trainer.accelerator.process_index
+        local = len(inputs) // g
+        log = trainer.rollout_log
+        if log is not None:
+            log.hold()  # each round's records wait until its groups are chosen
+        outputs, flags = [], []
+        for round_ in range(self.settings.max_rounds):
+            batch = inputs if round_ == 0 else self.fresh(local, procs, me)
+            outputs.append(trainer.score_round(batch, round_))
+            flags.append(self.flat(trainer.last_batch_logs(), trainer.reward_func_names,
+                                   trainer.reward_weights.tolist()))
+            if enough(flags, local, procs):
+                break
+        chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
+        if log is not None:
+            log.release({(r, p * local + group) for p, (picks, _) in enumerate(chosen) for r, group in picks})
+        for name, value in metrics(flags, chosen, local, procs).items():
+            trainer.record_metric(f"sampling/{name}", value)
+        if len(outputs) == 1:
+            return outputs[0]
+        out = merge(outputs, chosen[me][0], g, trainer.text_tokenizer.pad_token_id)
+        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+        out["num_items_in_batch"] = trainer.accelerator.gather(mask.sum()).sum()
+        return out
+
+    def flat(self, logs: dict, names: Sequence[str], weights: Sequence[float]) -> list[bool]:
+        """Per group of the batch just scored (TRL's gathered logs: the same on every
+        process, and so is the decision): flat on the total, or on the reward ``metric``."""
+        rewards = logs["rewards"]
+        if self.settings.metric == "total":
+            return flat_groups([list(rewards[n]) for n in names], list(weights), self.group_size)
+        return flat_groups([list(rewards[self.settings.metric])], [1.0], self.group_size)
+
+    def fresh(self, local: int, processes: int = 1, me: int = 0) -> list[dict]:
+        """``local`` fresh prompts for process ``me`` (every process draws the same ones and
+        takes its share), each repeated for its group."""
+        drawn = self.stream.take(local * processes)
+        return [self.dataset[i] for i in drawn[me * local:(me + 1) * local] for _ in range(self.group_size)]
+
+    def save(self, folder: Path) -> None:
+        self.stream.save(folder)
+
+    def load(self, folder: Path) -> bool:
+        return self.stream.load(folder)
+
+
+def metrics(flat_by_round: list[list[bool]], chosen: list[tuple[list, int]], local: int, processes: int) -> dict:
+    """The step's ``sampling/*`` metrics from its rounds' flags and each process's picks."""
+    generated = sum(len(flags) for flags in flat_by_round)
+    return {"rounds": float(len(flat_by_round)), "groups_generated": float(generated),
+            "groups_dropped": float(generated - local * processes),
+            "flat_share_trained": sum(flat for _, flat in chosen) / (local * processes)}
+
+
+__all__ = ["DynamicSettings", "DynamicSampling", "enough", "metrics", "flat_groups", "choose", "merge", "PromptStream",
+           "STATE"]

@@ -165,6 +165,70 @@ def fast_failed_message(exc: BaseException) -> str:
             f"now on. Set model.fast_generation: false to skip it.")
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How the trainer samples (``model.fast_generation``, ``model.generation_threads``,
+    the precision the model was loaded in)."""
+
+    fast: bool = False  # static KV cache and compiled decoding (never with vLLM)
+    threads: int | None = None  # torch threads while sampling on a CPU; None: torch's own
+    autocast: str | None = None  # on CUDA, sample under autocast to this dtype (config.precision.sampling_autocast)
+
+
+class FastSampling:
+    """The trainer's sampling: NaN logits replaced (never a device assert), on CUDA a
+    static KV cache sized by prompt bucket and compiled decoding (TRL builds its
+    GenerationConfig with ``disable_compile=True``; decoding a small model eagerly is
+    bound by kernel launches), ``threads`` torch threads on a CPU, autocast where the
+    weights are in that dtype already. If compiling or the static cache fails,
+    sampling goes on eagerly with one warning."""
+
+    def __init__(self, settings: Sampling, generation_config, max_completion_length: int, *, vllm: bool = False,
+                 log=print):
+        self.settings = settings
+        self.config = generation_config
+        self.max_completion_length = max_completion_length
+        self.fast = settings.fast and not vllm
+        self.log = log
+        if not vllm:
+            generation_config.remove_invalid_values = True
+            if self.fast:
+                enable_fast_generation(generation_config)
+
+    def sample(self, generate, prompt_ids, device: str):
+        """``generate()`` (TRL's sampling of ``prompt_ids``) on ``device`` ("cuda", "cpu", ...)."""
+        if self.fast:
+            self.size_cache(prompt_ids)
+        with self.context(device):
+            try:
+                return generate()
+            except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
+                if not self.fast:
+                    raise
+                self.log(fast_failed_message(exc))
+                self.fast = False
+                disable_fast_generation(self.config)
+                return generate()
+
+    def size_cache(self, prompt_ids) -> None:
+        """One cache size for many steps: prompt lengths rounded up to a bucket, so
+        the compiled decoder is rebuilt only when a longer bucket first appears."""
+        longest = max((len(p) for p in prompt_ids), default=0)
+        need = -(-longest // PROMPT_BUCKET) * PROMPT_BUCKET + self.max_completion_length
+        if need > (self.config.max_cache_len or 0):
+            self.config.max_cache_len = need
+
+    def context(self, device: str) -> contextlib.ExitStack:
+        import torch
+
+        stack = contextlib.ExitStack()
+        if device == "cpu" and self.settings.threads:
+            stack.enter_context(torch_threads(self.settings.threads))
+        if device == "cuda" and self.settings.autocast:
+            stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, self.settings.autocast)))
+        return stack
+
+
 @contextlib.contextmanager
 def torch_threads(threads: int | None):
     import torch

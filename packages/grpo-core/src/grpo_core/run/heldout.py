@@ -69,7 +69,7 @@ class HeldoutCallback(TrainerCallback):
         self.sampling = sampling
         self.every = every_steps
         self.offset = offset
-        self.multi_turn = multi_turn  # (cfg, stage, device) with an environment: rolled out as grpo eval does
+        self.multi_turn = multi_turn  # (prepared, stage) with an environment: rolled out as grpo eval does
         self.trainer = None
         self.results: list[tuple[int, float]] = []  # (global step, accuracy)
 
@@ -105,9 +105,9 @@ class HeldoutCallback(TrainerCallback):
         """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their
         results, the next turn), made as ``grpo eval`` makes them (:func:`rollouts.sample`)."""
 
-        cfg, stage, device = self.multi_turn
+        prepared, stage = self.multi_turn
         with _rng_kept():  # building the rollouts' trainer reseeds; training's own sampling goes on unchanged
-            done = sample(cfg, stage, self.rows, model, self.trainer.processing_class, device, 1, greedy=True)
+            done = sample(prepared, stage, self.rows, model, self.trainer.processing_class, 1, greedy=True)
         return done.per_reward[next(i for i, f in enumerate(stage.funcs) if f is self.reward)]
 
 
@@ -142,11 +142,11 @@ def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> Held
         sampling["max_new_tokens"] = cfg.heldout.max_completion_length
     multi_turn = None
     if cfg.environment is not None:  # tools and turns: grpo eval's rollouts, training's settings
-        multi_turn = (cfg, stage, prepared.device)
+        multi_turn = (prepared, stage)
         if cfg.heldout.max_completion_length:
             args = copy.copy(stage.args)
             args.max_completion_length = cfg.heldout.max_completion_length
-            multi_turn = (cfg, dataclasses.replace(stage, args=args), prepared.device)
+            multi_turn = (prepared, dataclasses.replace(stage, args=args))
     return HeldoutCallback(rows, reward, sampling, every(cfg.heldout.every, stage.args.max_steps), offset,
                            multi_turn=multi_turn)
 

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 SNAPSHOT_AUTO_SHARE = 0.1  # keep a snapshot when trainable params are at most this share
 SNAPSHOT_AUTO_BYTES = 1 << 30  # ... or take at most this many bytes
@@ -67,11 +69,24 @@ class Event:
         return f"step {self.step}: {what} {shown} (learning rate {self.learning_rate:.3g})"
 
 
+@dataclass(frozen=True)
+class GuardSettings:
+    """The guard's settings (``health.on_nonfinite``, ``health.snapshot``,
+    ``health.max_skips``, ``health.max_weight_jump``)."""
+
+    policy: str = "stop"  # stop: a checkpoint of the last finite state, then the end; skip: drop the update
+    snapshot: bool | str = "auto"  # keep the weights from before each update (auto: see wants_snapshot)
+    max_skips: int = 10  # skip: updates dropped in a row before the run stops anyway
+    max_jump: float = MAX_JUMP  # growth of the largest trainable weight in one update; 0: unchecked
+
+
 class Guard:
     """Checks one optimizer step at a time; see the module docstring."""
 
     def __init__(self, params: list[torch.Tensor], *, policy: str = "stop", snapshot: bool = True,
                  max_skips: int = 10, max_jump: float = MAX_JUMP):
+        import torch
+
         if policy not in ("stop", "skip"):
             raise ValueError(f"policy {policy!r} is not stop or skip")
         self.params = [p for p in params if p.requires_grad]
@@ -87,6 +102,20 @@ class Guard:
         self.skips = 0
         self.consecutive = 0
         self.stop: Event | None = None  # set when training must stop
+        self._reported = 0  # events already handed out by unreported()
+
+    @classmethod
+    def of(cls, settings: GuardSettings, params: list[torch.Tensor]) -> Guard:
+        """The guard of a model's parameters (all of them: the snapshot's "auto" weighs
+        the trainable share)."""
+        return cls(params, policy=settings.policy, max_skips=settings.max_skips, max_jump=settings.max_jump,
+                   snapshot=wants_snapshot(settings.snapshot, params, sum(p.numel() for p in params)))
+
+    def unreported(self) -> list[Event]:
+        """The events since the last call (each handed out once)."""
+        new = self.events[self._reported:]
+        self._reported = len(self.events)
+        return new
 
     @property
     def keeps_snapshot(self) -> bool:
@@ -94,11 +123,15 @@ class Guard:
 
     def observe_loss(self, loss: torch.Tensor) -> None:
         """Called for every micro-batch loss; no sync."""
+        import torch
+
         ok = torch.isfinite(loss.detach()).all()
         self._loss_ok = ok if self._loss_ok is None else self._loss_ok & ok
 
     def before_update(self, grad_norm, step: int, lr: float) -> bool:
         """True: apply the update. False: it was dropped (gradients set to None)."""
+        import torch
+
         loss_ok = self._loss_ok if self._loss_ok is not None else torch.ones((), dtype=torch.bool)
         self._loss_ok = None
         norm = grad_norm if isinstance(grad_norm, torch.Tensor) else torch.tensor(
@@ -141,6 +174,8 @@ class Guard:
 
     def _largest(self) -> torch.Tensor:
         """The largest absolute trainable weight (NaN or inf when one is); no sync."""
+        import torch
+
         return torch.stack([n.float() for n in torch._foreach_norm([p.detach() for p in self.params], math.inf)]).max()
 
     def _record(self, event: Event) -> None:
@@ -150,17 +185,21 @@ class Guard:
         if self.policy == "stop" or self.consecutive >= self.max_skips:
             self.stop = event
 
-    @torch.no_grad()
     def _take_snapshot(self, of_step: int) -> None:
+        import torch
+
         if self._snapshot is not None:
-            torch._foreach_copy_(self._snapshot, [p.detach() for p in self.params])
+            with torch.no_grad():
+                torch._foreach_copy_(self._snapshot, [p.detach() for p in self.params])
             self._has_snapshot, self._snapshot_of = True, of_step
 
-    @torch.no_grad()
     def _restore(self) -> bool:
+        import torch
+
         if not self._has_snapshot:
             return False
-        torch._foreach_copy_([p.data for p in self.params], self._snapshot)
+        with torch.no_grad():
+            torch._foreach_copy_([p.data for p in self.params], self._snapshot)
         return True
 
 
@@ -175,4 +214,4 @@ def wants_snapshot(setting: object, params: list[torch.Tensor], total: int) -> b
                           or size <= SNAPSHOT_AUTO_BYTES)
 
 
-__all__ = ["Guard", "Event", "wants_snapshot"]
+__all__ = ["Guard", "GuardSettings", "Event", "wants_snapshot"]

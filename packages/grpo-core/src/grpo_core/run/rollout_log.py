@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,85 @@ _FILE_RE = re.compile(r"^step-(\d+)(?:-(\d+))?\.parquet$")
 def logged(step: int, every: int) -> bool:
     """Is ``step`` (1-based) one that ``log.rollouts`` keeps?"""
     return every > 0 and (step - 1) % every == 0
+
+
+@dataclass(frozen=True)
+class RolloutLogSettings:
+    """Where the log goes and which steps it keeps (``log.rollouts``)."""
+
+    folder: Path  # OUTPUT_DIR/rollouts: one log for the run, all stages
+    every: int = 1  # every Nth step (1: all, 0: none)
+    stage: str = "main"
+    offset: int = 0  # global steps of the stages before this one
+    index: Mapping[str, int] = field(default_factory=dict, compare=False)  # prompt text -> training set row
+
+    def step(self, global_step: int) -> int:
+        """The run's step (1-based) a batch generated at the stage's ``global_step`` trains."""
+        return self.offset + global_step + 1
+
+    def logged(self, step: int) -> bool:
+        """Is the run's ``step`` one the log keeps?"""
+        return logged(step, self.every)
+
+
+class RolloutLog:
+    """The trainer's writer: a scored batch's records gathered to the main process and
+    written there, at once, or held (dynamic sampling) until :meth:`release` marks each
+    group trained or dropped."""
+
+    def __init__(self, settings: RolloutLogSettings):
+        self.settings = settings
+        self._held: list[list[dict]] | None = None
+
+    def hold(self) -> None:
+        self._held = []
+
+    def release(self, trained: set[tuple[int, int]]) -> None:
+        """The held records written, each marked ``trained`` when its (round, group) is in ``trained``."""
+        held, self._held = self._held or [], None
+        for records in held:
+            for rec in records:
+                rec["trained"] = (rec["round"], rec["group"]) in trained
+            self.write(records)
+
+    def collect(self, trainer, inputs: list[dict], out: dict, round_: int = 0) -> None:
+        """The batch just scored (``out``, TRL's batch; the trainer's logs hold it alone)."""
+        records = self.records(trainer, inputs, out, round_)
+        if records is None:
+            return
+        if self._held is not None:
+            self._held.append(records)
+        else:
+            self.write(records)
+
+    def write(self, records: list[dict]) -> None:
+        write(Path(self.settings.folder), records[0]["step"], records, records[0]["round"])
+
+    def records(self, trainer, inputs: list[dict], out: dict, round_: int) -> list[dict] | None:
+        """The batch's records on the main process (None elsewhere, or when the step is not
+        one the log keeps); every process takes part in the gathers."""
+        import torch
+        from accelerate.utils import gather_object
+
+        cfg, acc = self.settings, trainer.accelerator
+        step = cfg.step(trainer.state.global_step)
+        if not cfg.logged(step):
+            return None
+        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+        eos = {*trainer.eos_token_ids, trainer.text_tokenizer.pad_token_id}
+        ends = [[t for t, m in zip(ids, kept) if m] for ids, kept in
+                zip(out["completion_ids"].tolist(), out["completion_mask"].tolist())]
+        truncated = torch.tensor([not real or real[-1] not in eos for real in ends], device=mask.device)
+        tokens = acc.gather(mask.sum(dim=1)).tolist()
+        truncated = acc.gather(truncated).tolist()
+        inputs = gather_object(inputs)
+        if not acc.is_main_process or not inputs:
+            return None
+        logs = trainer.last_batch_logs()
+        return rows(step, cfg.stage, round_, trainer.num_generations, inputs, list(logs["completion"]),
+                    {name: list(logs["rewards"][name]) for name in trainer.reward_func_names},
+                    trainer.reward_weights.tolist(), list(logs["advantages"]),
+                    {k: list(v) for k, v in logs["extra"].items()}, tokens, truncated, cfg.index)
 
 
 def prompt_text(prompt: Any) -> str:
@@ -76,7 +156,7 @@ def prompt_index(dataset) -> dict[str, int]:
 def rows(step: int, stage: str, round_: int, group_size: int, inputs: Sequence[dict], completions: Sequence,
          rewards: dict[str, Sequence], weights: Sequence[float], advantages: Sequence[float],
          extras: dict[str, Sequence], tokens: Sequence[int], truncated: Sequence[bool],
-         index: dict[str, int]) -> list[dict]:
+         index: Mapping[str, int]) -> list[dict]:
     """One record per completion of a scored generation batch (gathered over processes)."""
 
     names = list(rewards)
@@ -166,4 +246,4 @@ def read(path: Path, steps: Sequence[int] | None = None):
     return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
 
 
-__all__ = ["FOLDER", "OURS", "logged", "rows", "write", "read", "files", "truncate", "prompt_index", "prompt_text"]
+__all__ = ["FOLDER", "OURS", "RolloutLog", "RolloutLogSettings", "logged", "rows", "write", "read", "files", "truncate", "prompt_index", "prompt_text"]

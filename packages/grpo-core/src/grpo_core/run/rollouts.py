@@ -50,12 +50,13 @@ class Rollouts:
         return [count_tool_calls(c) for c in self.completions]
 
 
-def make_trainer(cfg, stage, model, tokenizer, rows, device: str, log=print):
-    """The training builder's trainer, rolling out only (see ``builder.build_trainer``)."""
+def make_trainer(prepared, stage, model, tokenizer, rows, log=print):
+    """The training builder's trainer, rolling out only (see ``builder.build_trainer``):
+    ``prepared`` (a :class:`~grpo_core.run.prepare.Prepared`) gives the config and device."""
     from datasets import Dataset
 
-    return build_trainer(cfg, stage, model, tokenizer, device=device, train_ds=Dataset.from_list(rows), log=log,
-                         rollouts_only=True)
+    return build_trainer(prepared, stage, model, tokenizer, log=log, rollouts_only=True,
+                         dataset=Dataset.from_list(rows))
 
 
 def rollout(trainer, rows: list[dict], n: int, *, greedy: bool = False) -> Rollouts:
@@ -113,9 +114,9 @@ def scored(r: Rollouts) -> dict:
             "completions": r.texts, "n": r.n}
 
 
-def sample(cfg, stage, rows: list[dict], model, tokenizer, device: str, n: int, *, greedy: bool = False) -> Rollouts:
+def sample(prepared, stage, rows: list[dict], model, tokenizer, n: int, *, greedy: bool = False) -> Rollouts:
     """Load nothing: roll ``model`` out on ``rows`` as training would."""
-    trainer = make_trainer(cfg, stage, model, tokenizer, rows, device)
+    trainer = make_trainer(prepared, stage, model, tokenizer, rows)
     return rollout(trainer, rows, n, greedy=greedy)
 
 

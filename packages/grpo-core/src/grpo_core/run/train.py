@@ -28,7 +28,7 @@ from grpo_core.checks import manifest
 from grpo_core.config.schema import RunConfig
 from grpo_core.run import outputs, rollout_log
 from grpo_core.run import resume as rules
-from grpo_core.run.builder import build_trainer
+from grpo_core.run.builder import build_trainer, features_of
 from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
 from grpo_core.run.plotting import plot_rewards
 from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
@@ -40,7 +40,6 @@ from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
     plan,
     prepare,
 )
-from grpo_core.run.resume import settings_of
 
 
 @dataclass
@@ -147,10 +146,9 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     model, tokenizer, precision = load_model(p, log)
     r = Run(p, precision, resume, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
     r.heldout = p.heldout
-    peft_config = lora_config(cfg)
     result = TrainResult(output_dir=r.root, global_step=0)
     for i, stage in enumerate(r.plans):
-        model = _run_stage(r, i, stage, model, tokenizer, result, peft_config)
+        model = _run_stage(r, i, stage, model, tokenizer, result)
         if result.interrupted or result.stopped:
             break
     if r.carried:
@@ -223,15 +221,10 @@ def _monitors(r: Run, p: StagePlan) -> dict:
     return out
 
 
-def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, peft_config):
-    every = r.cfg.log.rollout_every
-    log = {"folder": r.root / rollout_log.FOLDER, "every": every, "stage": p.section.name, "offset": r.offset,
-           "index": rollout_log.prompt_index(r.p.train_ds)} if every else None
-    return build_trainer(r.cfg, p, model, tokenizer, device=r.p.device, train_ds=r.p.train_ds, eval_ds=r.p.eval_ds,
-                         precision=r.precision, peft_config=peft_config,
-                         callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
-                         report=lambda event: _report_nonfinite(r, p, event), settings=settings_of(r.cfg, p, len(r.p.train_ds)),
-                         rollout_log=log)
+def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict):
+    return build_trainer(r.p, p, model, tokenizer, callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
+                         report=lambda event: _report_nonfinite(r, p, event),
+                         features=features_of(r.p, p, precision=r.precision, offset=r.offset))
 
 
 def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
@@ -249,7 +242,7 @@ def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
             f.write(json.dumps(record) + "\n")
 
 
-def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResult, peft_config=None):
+def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResult):
     """Train one stage (or skip it when a resumed run already finished it); the model after it."""
     name = p.section.name
     done = r.progress["stages"].get(name, {})
@@ -264,7 +257,7 @@ def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResu
         r.carried = None
     ckpt = _stage_checkpoint(r, i, p)
     callbacks = _stage_callbacks(r, p)
-    r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks, peft_config)
+    r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks)
     if r.cfg.multi_stage:
         rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
         r.log(f"Stage {i + 1}/{len(r.plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")

@@ -1,0 +1,50 @@
+"""What :class:`~grpo_core.run.trainer.GrpoTrainer` adds to TRL's trainer, as one
+value: each feature's settings, typed and frozen. The builder derives them from the
+config (:func:`grpo_core.run.builder.features_of`, the one place); each feature is a
+module of its own, testable without a trainer:
+
+============================  =================================================
+``sampling``                  fast sampling (:mod:`grpo_core.run.generation`)
+``guard``                     the non-finite guard (:mod:`grpo_core.run.nonfinite`)
+``rewards``                   the reward failure policy, for the rewards TRL adds
+                              (:mod:`grpo_core.rewards.policy`); None: unguarded
+``environment_rewards``       each environment's reward column, named and weighed
+                              (:mod:`grpo_core.run.reward_columns`)
+``dynamic``                   dynamic sampling (:mod:`grpo_core.run.dynamic`); None: off
+``rollout_log``               the rollout log (:mod:`grpo_core.run.rollout_log`); None: off
+``resume``                    exact resume (:mod:`grpo_core.run.exact_resume`)
+``trainable``                 the dtype trainable weights are cast to (pure low
+                              precision: the adapters too); None: as loaded
+============================  =================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from grpo_core.rewards.policy import PolicySettings
+from grpo_core.run.dynamic import DynamicSettings
+from grpo_core.run.exact_resume import ResumeSettings
+from grpo_core.run.generation import Sampling
+from grpo_core.run.nonfinite import GuardSettings
+from grpo_core.run.rollout_log import RolloutLogSettings
+
+
+@dataclass(frozen=True)
+class Features:
+    """The trainer's features and their settings (the defaults: all off but the guard)."""
+
+    sampling: Sampling = Sampling()
+    guard: GuardSettings = GuardSettings()
+    rewards: PolicySettings | None = None
+    # {TRL's environment key (None, or the route): (logged name, weight)}
+    environment_rewards: Mapping = field(default_factory=dict, compare=False)
+    dynamic: DynamicSettings | None = None
+    rollout_log: RolloutLogSettings | None = None
+    resume: ResumeSettings = ResumeSettings()
+    trainable: str | None = None
+
+
+__all__ = ["Features", "Sampling", "GuardSettings", "PolicySettings", "DynamicSettings", "RolloutLogSettings",
+           "ResumeSettings"]
