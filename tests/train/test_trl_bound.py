@@ -58,8 +58,7 @@ def test_a_trl_outside_the_tested_versions_is_a_clear_error(monkeypatch, install
 def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plugin, tiny_model, tmp_path,
                                                                       monkeypatch):
     """Forced: the compiled decoder gets a backend torch does not have."""
-    from grpo_core.run import generation
-    from grpo_core.run import train
+    from grpo_core.run import generation, train
 
     real = generation.enable_fast_generation
     monkeypatch.setattr(generation, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
