@@ -109,12 +109,16 @@ def differences_near(path: Path, specs: Iterable[str]) -> list[str]:
         return []
 
     funcs, _ = compose_rewards(list(specs))
-    now = {"rewards": {f.__name__: _entry(f.name, f.func, _registered(f.name)) for f in funcs}}
-    return compare(data, now)
+    return compare(data, {"rewards": of_rewards(funcs)})
+
+
+def of_rewards(funcs) -> dict:
+    """Composed rewards' entries, keyed by logged name: distribution, version, source SHA-256."""
+    return {f.__name__: _entry(f.name, f.func, _registered(f.name)) for f in funcs}
 
 
 def _registered(name: str):
     return registry.rewards().entries.get(name)
 
 
-__all__ = ["build", "write", "read", "compare", "differences_near", "run_dir_of", "NAME"]
+__all__ = ["build", "write", "read", "compare", "differences_near", "of_rewards", "run_dir_of", "NAME"]

@@ -18,6 +18,7 @@ SUMMARIES = {
     "prompts": "list and show registered system prompts",
     "envs": "list and show registered environments (tools and multi-turn rollouts)",
     "score": "score completions from a JSONL, CSV or Parquet file with composed rewards (no model needed)",
+    "serve": "serve rewards over HTTP (grpo's /score, OpenRLHF's /get_reward) for other trainers and processes",
     "rollouts": "read a run's rollout log: best and worst completions, hacking filters",
     "check": "test the rewards without a model: full marks for the gold answer, nothing for hacks",
     "preflight": "sample from the base model, score, and report whether the rewards give a learning signal",

@@ -1,0 +1,68 @@
+"""`grpo serve`: a reward server for a config's rewards or a list of specs (docs/serve.md)."""
+
+from __future__ import annotations
+
+import sys
+
+from grpo_core.base.errors import GrpoError
+from grpo_core.commands import SUMMARIES
+from grpo_core.serve.app import Server, build_app
+from grpo_core.serve.bodies import Limits
+from grpo_core.serve.scoring import Pool, RewardSet
+from grpo_core.serve.server import check_bind, serve, token_from
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "serve", help=SUMMARIES["serve"],
+        description="Serve rewards over HTTP: POST /score (each reward's scores, the weighted total, notes), "
+                    "POST /get_reward (OpenRLHF's remote reward protocol), GET /rewards, GET /health. "
+                    "Binds 127.0.0.1 unless --host says otherwise; any other address needs a token.")
+    p.add_argument("config", nargs="?", help="a run config whose rewards to serve (its first stage, or --stage)")
+    p.add_argument("--rewards", nargs="+", metavar="SPEC", help="reward specs instead of a config")
+    p.add_argument("--stage", help="the config's stage whose rewards to serve")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8005)
+    p.add_argument("--token", default=None,
+                   help="clients must send 'Authorization: Bearer TOKEN' (or set $GRPO_SERVE_TOKEN)")
+    p.add_argument("--workers", type=int, default=4, help="requests scored at once (default 4)")
+    p.add_argument("--queue", type=int, default=64, help="requests waiting for a worker before 429 (default 64)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds per reward call (default: the config's health.reward_time_limit, else 120)")
+    p.add_argument("--max-body", type=int, default=8 * 1024 * 1024, help="bytes per request (default 8 MiB)")
+    p.add_argument("--max-items", type=int, default=4096, help="completions per request (default 4096)")
+    p.add_argument("--max-chars", type=int, default=200_000, help="characters per completion (default 200000)")
+    p.add_argument("--label-column", default="answer",
+                   help="the column OpenRLHF's 'labels' fill for /get_reward (default answer)")
+    p.set_defaults(func=run)
+
+
+def build(args):
+    """The application for these arguments (also what tests and the bench start)."""
+    if bool(args.config) == bool(args.rewards):
+        raise GrpoError("name a config (grpo serve CONFIG) or reward specs (--rewards SPEC ...), one of the two.")
+    for flag in ("workers", "queue", "max_body", "max_items", "max_chars"):
+        if getattr(args, flag) < (0 if flag == "queue" else 1):
+            raise GrpoError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}.")
+    if args.config:
+        rewards = RewardSet.from_config(args.config, args.stage)
+        if args.time_limit is not None:
+            rewards.time_limit = args.time_limit
+    else:
+        rewards = RewardSet.from_specs(args.rewards, args.time_limit or 120.0)
+    pool = Pool(rewards, workers=args.workers, queue_size=args.queue,
+                log=lambda line: print(line, file=sys.stderr))
+    limits = Limits(args.max_body, args.max_items, args.max_chars)
+    return build_app(Server(pool, limits, token_from(args.token), args.label_column))
+
+
+def run(args) -> int:
+    token = token_from(args.token)
+    check_bind(args.host, token)
+    app = build(args)
+    names = ", ".join(app.state.server.pool.names)
+    print(f"grpo serve: http://{args.host}:{args.port} ({names}); POST /score, POST /get_reward, "
+          f"GET /rewards, GET /health{'; token required' if token else ''}. Ctrl-C stops after the requests in flight.",
+          file=sys.stderr)
+    serve(app, args.host, args.port, token)
+    return 0
