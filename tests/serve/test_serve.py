@@ -53,7 +53,7 @@ def rows(n: int = 100):
     from grpo_core import load_dataset
 
     ds = load_dataset("arithmetic", level=1, size=n)
-    shapes = ["<think>adding</think>\n<answer>{a}</answer>", "Answer: {a}", "I think it is {w}", "{a}",
+    shapes = ["<think>\nadding\n</think>\n<answer>\n{a}\n</answer>", "Answer: {a}", "I think it is {w}", "{a}",
               "<think>hm</think><answer>{w}</answer>"]
     return [{"prompt": r["question"], "answer": r["answer"],
              "completion": shapes[i % len(shapes)].format(a=r["answer"], w=int(r["answer"]) + 1)}

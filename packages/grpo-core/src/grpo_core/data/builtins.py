@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from grpo_core.data.recipe_datasets import openr1_dataset, trl_dataset
 from grpo_core.hookspecs import hookimpl
+from grpo_core.rewards import remote
 from grpo_core.rewards.reward_model import classifier
 
 PLAIN = (
@@ -26,6 +27,8 @@ def register_system_prompts(register):
 def register_rewards(register):
     register("model.classifier", classifier,
              description="A sequence-classification reward model's score (logit 0) on prompt + completion")
+    register("remote.server", remote.server,
+             description="Scores from a running `grpo serve` (url=..., reward=NAME or the weighted total)")
 
 
 @hookimpl

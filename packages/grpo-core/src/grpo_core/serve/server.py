@@ -67,7 +67,7 @@ class Background:
         check_bind(host, token)
         self.port = port or free_port(host)
         self.url = f"http://{host}:{self.port}"
-        self.server = uvicorn.Server(_config(app, host, self.port, 10.0))
+        self.server = uvicorn.Server(_config(app, host, self.port, 3.0))
         self.server.install_signal_handlers = lambda: None  # not the main thread
         self.thread = threading.Thread(target=self.server.run, name="grpo-serve", daemon=True)
 
