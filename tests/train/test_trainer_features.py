@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import types
+from collections import defaultdict
 
 import pytest
 import torch
@@ -22,6 +23,9 @@ from grpo_core.run.dynamic import (
     choose,
     enough,
     metrics,
+    relog,
+    trained_figures,
+    trained_scores,
 )
 from grpo_core.run.exact_resume import ExactResume, ResumeSettings, take_learning_rate
 from grpo_core.run.generation import FastSampling, Sampling
@@ -92,10 +96,14 @@ class _FakeTrainer:
         self.recorded: dict[str, float] = {}
         self.batches: list[list[dict]] = []
         self._logs: dict = {}
+        self.logged = defaultdict(list)  # TRL's metrics until its next log
+        self.trained_rewards = None
 
     def score_round(self, batch, round_):
         self.batches.append(batch)
         self._logs = {"rewards": {"a": self.scores[round_]}}
+        flat = [len(set(self.scores[round_][i:i + 2])) == 1 for i in range(0, len(batch), 2)]
+        self.logged["frac_reward_zero_std"].append(sum(flat) / len(flat))  # as TRL logs each round
         n, w = len(batch), self.widths[round_]
         ids = torch.tensor([[10 * round_ + i] * w for i in range(n)])
         return {"prompt_ids": torch.zeros(n, 1, dtype=torch.long), "prompt_mask": torch.ones(n, 1, dtype=torch.long),
@@ -107,6 +115,12 @@ class _FakeTrainer:
 
     def record_metric(self, name, value):
         self.recorded[name] = value
+
+    def metrics(self):
+        return self.logged
+
+    def set_batch_rewards(self, rewards):
+        self.trained_rewards = rewards
 
 
 def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
@@ -124,6 +138,10 @@ def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
     assert int(out["num_items_in_batch"]) == 3 + 3 + 2 + 2  # padding is not counted
     assert trainer.recorded == {"sampling/rounds": 2.0, "sampling/groups_generated": 4.0,
                                 "sampling/groups_dropped": 2.0, "sampling/flat_share_trained": 0.0}
+    # each round had one flat group of two (0.5, 0.5 logged); the batch trained has none
+    assert trainer.logged["frac_reward_zero_std"] == [0.0]
+    assert trainer.logged["sampling/all_rounds/frac_reward_zero_std"] == [0.5]
+    assert trainer.trained_rewards == {"a": [0.0, 1.0, 1.0, 0.0]}  # what adaptive weights read
 
 
 def test_one_round_with_enough_returns_trls_batch_as_it_was():
@@ -365,3 +383,33 @@ def test_features_are_read_from_the_config_in_one_place(toy_plugin, tiny_model, 
     assert (sampling_only.rewards, sampling_only.dynamic, sampling_only.rollout_log, sampling_only.resume.record,
             sampling_only.trainable) == (None, None, None, None, None)
     assert sampling_only.guard == f.guard and sampling_only.sampling.threads == 2
+
+
+def test_under_dynamic_sampling_the_logged_figures_are_the_trained_batchs():
+    # two rewards (weights 1 and 0.5), groups of 2, two rounds of two groups each:
+    # round 0: group 0 totals [1, 0] (spread), group 1 [2, 2] (flat, dropped)
+    # round 1: group 0 totals [0.5, 1.5] (spread), group 1 [0, 0] (flat, dropped)
+    scores = [{"a": [1, 0, 1, 1], "b": [0, 0, 2, 2]}, {"a": [0, 1, 0, 0], "b": [1, 1, 0, 0]}]
+    trained = trained_scores(scores, ["a", "b"], [(0, 0), (1, 0)], 2)
+    assert trained == {"a": [1.0, 0.0, 0.0, 1.0], "b": [0.0, 0.0, 1.0, 1.0]}
+    figures = trained_figures(trained, [1.0, 0.5], 2)
+    # trained totals [1, 0, 0.5, 1.5]: mean 0.75, sample std sqrt(1.25 / 3); no flat group trained
+    assert figures["reward"] == pytest.approx(0.75)
+    assert figures["reward_std"] == pytest.approx((1.25 / 3) ** 0.5)
+    assert figures["frac_reward_zero_std"] == 0.0
+    assert figures["rewards/a/mean"] == pytest.approx(0.5) and figures["rewards/b/mean"] == pytest.approx(0.5)
+    assert figures["rewards/a/std"] == pytest.approx((1 / 3) ** 0.5)
+    # what TRL logged per round (totals' means 1.25 and 0.5, half the groups flat in each) is replaced by the
+    # trained batch's figure; an earlier batch's entry (9.0) stays; the rounds' mean is kept apart, labelled
+    logged = defaultdict(list, {"reward": [9.0, 1.25, 0.5], "frac_reward_zero_std": [0.5, 0.5]})
+    relog(logged, {"reward": 1, "frac_reward_zero_std": 0}, figures)
+    assert logged["reward"] == [9.0, 0.75] and logged["frac_reward_zero_std"] == [0.0]
+    assert logged["sampling/all_rounds/reward"] == [0.875]
+    assert logged["sampling/all_rounds/frac_reward_zero_std"] == [0.5]
+
+
+def test_a_row_no_reward_scored_has_no_total_as_in_trl():
+    """Group [None/None, 1/1]: the first row is unscored (NaN, not 0): the group's one
+    total has no spread to measure (NaN std, not counted flat), the mean is 1.5."""
+    figures = trained_figures({"a": [math.nan, 1.0], "b": [math.nan, 1.0]}, [1.0, 0.5], 2)
+    assert figures["reward"] == pytest.approx(1.5) and figures["frac_reward_zero_std"] == 0.0

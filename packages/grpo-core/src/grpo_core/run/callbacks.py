@@ -265,7 +265,7 @@ class AdaptiveWeightsCallback(TrainerCallback):
         self.trainer = trainer
 
     def success_rates(self) -> list[float | None]:
-        per = self.trainer.last_batch_logs().get("rewards") or {}
+        per = self.trainer.batch_rewards()
         out = []
         for name in self.names:
             vals = [v for v in per.get(name, ()) if v is not None and not math.isnan(v)]

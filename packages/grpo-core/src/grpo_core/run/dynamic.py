@@ -22,7 +22,11 @@ flat share trained on is logged.
   (verl's ``filter_groups.metric: acc``): a length reward's spread then does
   not hide groups that all fail, or all pass, the task.
 - Metrics per step: ``sampling/rounds``, ``sampling/groups_generated``,
-  ``sampling/groups_dropped`` and ``sampling/flat_share_trained``.
+  ``sampling/groups_dropped`` and ``sampling/flat_share_trained``. TRL's own reward
+  figures (``reward``, ``reward_std``, ``frac_reward_zero_std``, ``rewards/<name>/mean``
+  and ``/std``), which the health checks, the divergence alarm and adaptive weights
+  read, are the trained batch's; the same figures over every round generated, dropped
+  groups included, are logged apart as ``sampling/all_rounds/<figure>``.
 
 verl (``algorithm.filter_groups``), ms-swift (``--dynamic_sample``) and the DAPO
 paper do the same on their own trainers; TRL has no such option (#3708).
@@ -191,15 +195,23 @@ class DynamicSampling:
         log = trainer.rollout_log
         if log is not None:
             log.hold()  # each round's records wait until its groups are chosen
-        outputs, flags = [], []
+        outputs, flags, scores = [], [], []
+        logged = {k: len(v) for k, v in trainer.metrics().items()}
+        names, weights = list(trainer.reward_func_names), trainer.reward_weights.tolist()
         for round_ in range(self.settings.max_rounds):
             batch = inputs if round_ == 0 else self.fresh(local, procs, me)
             outputs.append(trainer.score_round(batch, round_))
-            flags.append(self.flat(trainer.last_batch_logs(), trainer.reward_func_names,
-                                   trainer.reward_weights.tolist()))
+            logs = trainer.last_batch_logs()
+            scores.append({n: list(logs["rewards"][n]) for n in names})
+            flags.append(self.flat(logs, names, weights))
             if enough(flags, local, procs):
                 break
         chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
+        if len(outputs) > 1:
+            picks = [(r, p * local + group) for p, (picked, _) in enumerate(chosen) for r, group in picked]
+            trained = trained_scores(scores, names, picks, g)
+            relog(trainer.metrics(), logged, trained_figures(trained, weights, g))
+            trainer.set_batch_rewards(trained)  # what adaptive weights read
         if log is not None:
             log.release({(r, p * local + group) for p, (picks, _) in enumerate(chosen) for r, group in picks})
         for name, value in metrics(flags, chosen, local, procs).items():
@@ -232,6 +244,62 @@ class DynamicSampling:
         return self.stream.load(folder)
 
 
+def _nanmean(values: list[float]) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def _nanstd(values: list[float]) -> float:
+    """As TRL's nanstd: the sample standard deviation (n - 1) of the finite values."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if len(finite) < 2:
+        return math.nan
+    m = sum(finite) / len(finite)
+    return math.sqrt(sum((v - m) ** 2 for v in finite) / (len(finite) - 1))
+
+
+def trained_scores(scores: list[dict], names: Sequence[str], picks: list[tuple[int, int]],
+                   group_size: int) -> dict[str, list[float]]:
+    """Each reward's scores on the trained batch: the ``picks`` ((round, group) over every
+    process) of the rounds' gathered ``scores`` (None as NaN, as TRL's tensors hold it)."""
+    return {n: [math.nan if (v := scores[r][n][i]) is None else float(v)
+                for r, group in picks for i in range(group * group_size, (group + 1) * group_size)]
+            for n in names}
+
+
+def trained_figures(per: dict[str, list[float]], weights: Sequence[float], group_size: int) -> dict[str, float]:
+    """TRL's step figures computed on the trained batch's scores (:func:`trained_scores`),
+    as TRL computes them: a row that every reward left unscored has no total; a group's
+    spread is zero when its sample standard deviation is within 1e-8 of 0 (NaN is not)."""
+    names = list(per)
+    rows = len(per[names[0]]) if names else 0
+    totals = []
+    for i in range(rows):
+        values = [per[n][i] for n in names]
+        finite = [w * v for w, v in zip(weights, values) if math.isfinite(v)]
+        totals.append(sum(finite) if finite else math.nan)
+    groups = [_nanstd(totals[k:k + group_size]) for k in range(0, rows, group_size)]
+    zero = sum(abs(std) <= 1e-8 for std in groups if not math.isnan(std))
+    out = {"reward": _nanmean(totals), "reward_std": _nanstd(totals), "frac_reward_zero_std": zero / len(groups)}
+    for n in names:
+        out[f"rewards/{n}/mean"], out[f"rewards/{n}/std"] = _nanmean(per[n]), _nanstd(per[n])
+    return out
+
+
+def relog(logged: dict, before: dict[str, int], figures: dict[str, float]) -> None:
+    """Each figure's entries made during the rounds become one, the trained batch's; their
+    mean over the rounds is kept as ``sampling/all_rounds/<figure>``."""
+    for key, value in figures.items():
+        values = logged.get(key)
+        if values is None:
+            continue
+        rounds = values[before.get(key, 0):]
+        del values[before.get(key, 0):]
+        values.append(value)
+        if rounds:
+            logged[f"sampling/all_rounds/{key}"].append(_nanmean(rounds))
+
+
 def metrics(flat_by_round: list[list[bool]], chosen: list[tuple[list, int]], local: int, processes: int) -> dict:
     """The step's ``sampling/*`` metrics from its rounds' flags and each process's picks."""
     generated = sum(len(flags) for flags in flat_by_round)
@@ -240,5 +308,5 @@ def metrics(flat_by_round: list[list[bool]], chosen: list[tuple[list, int]], loc
             "flat_share_trained": sum(flat for _, flat in chosen) / (local * processes)}
 
 
-__all__ = ["DynamicSettings", "DynamicSampling", "enough", "metrics", "flat_groups", "choose", "merge", "PromptStream",
+__all__ = ["DynamicSettings", "DynamicSampling", "enough", "metrics", "trained_scores", "trained_figures", "relog", "flat_groups", "choose", "merge", "PromptStream",
            "STATE"]

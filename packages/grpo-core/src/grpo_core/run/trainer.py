@@ -48,6 +48,7 @@ class GrpoTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self.features = features
         self.say = log  # (not `log`: that is the Trainer's own method)
+        self._batch_rewards = None  # dynamic sampling's trained batch (batch_rewards)
         own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
         reward_columns.set_up(self, features.environment_rewards, features.rewards, own, log)
         for callback in self.callback_handler.callbacks:
@@ -118,6 +119,8 @@ class GrpoTrainer(GRPOTrainer):
         training = self.model.training
         if training:
             self.clear_batch_logs()  # TRL's batch logs then hold this batch only
+            if round_ == 0:
+                self._batch_rewards = None
         out = super()._generate_and_score_completions(inputs)
         if training:
             self.generations += 1
@@ -140,6 +143,14 @@ class GrpoTrainer(GRPOTrainer):
         """What TRL logged of the batches since :meth:`clear_batch_logs`: prompts,
         completions, per-reward scores, advantages, ``log_extra`` columns."""
         return self._logs
+
+    def batch_rewards(self) -> dict:
+        """Each reward's scores on the batch trained on: dynamic sampling's picks over its
+        rounds (:meth:`set_batch_rewards`), else the last batch scored."""
+        return self._batch_rewards if self._batch_rewards is not None else self._logs["rewards"]
+
+    def set_batch_rewards(self, rewards: dict[str, list[float]]) -> None:
+        self._batch_rewards = rewards
 
     def clear_batch_logs(self) -> None:
         self._logs = {"images": deque(), "prompt": deque(), "completion": deque(), "advantages": deque(),
