@@ -190,3 +190,46 @@ def test_timeouts_and_raising_items_are_notes_not_failures(serving, tmp_path, mo
         fast = json.dumps({"completions": ["Answer: 4"], "columns": {"answer": ["4"]}}).encode()
         status, again = post(url, "/score", fast)  # the slow reward is not dropped for later requests
         assert status == 200 and again["scores"]["slow"] == [1.0] and again["total"] == [2.5]
+
+
+def test_sigterm_finishes_the_requests_in_flight(installed, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from grpo_core.serve.server import free_port
+
+    (tmp_path / "slow1.py").write_text("import time\ndef slow1(completions, **kw):\n"
+                                       "    time.sleep(1.5)\n    return [1.0] * len(completions)\n")
+    port = free_port()
+    env = dict(os.environ, GRPO_PLUGINS="")
+    proc = subprocess.Popen([sys.executable, "-m", "grpo_core", "serve", "--rewards", "slow1.py:slow1",
+                             "--port", str(port)], cwd=tmp_path, env=env, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert post(url, "/health", b"", method="GET")[0] == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+                time.sleep(0.2)
+        answers = []
+        body = json.dumps({"completions": ["a", "b"]}).encode()
+        client = threading.Thread(target=lambda: answers.append(post(url, "/score", body)))
+        client.start()
+        time.sleep(0.5)  # the request is being scored
+        proc.send_signal(signal.SIGTERM)
+        client.join(timeout=30)
+        assert answers and answers[0][0] == 200 and answers[0][1]["total"] == [1.0, 1.0]
+        proc.wait(timeout=30)
+        with pytest.raises(OSError):
+            post(url, "/health", b"", method="GET")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,194 @@
+"""Benchmark: the reward server on loopback against in-process scoring of the same batches.
+
+    python bench/serve.py [--batch 32] [--requests 1000] [--seconds 30] [--workers 2]
+
+``grpo serve --rewards math.correctness:2 format.think_answer_r1`` runs in a subprocess
+bound to 127.0.0.1 (the installed plugins, as a user has them). The same batches of
+arithmetic completions (the offline ``arithmetic`` dataset, five answer shapes) are scored
+
+- in process: ``Slot.score`` (what the server calls: composed rewards, the training
+  guard, ``score_batch``), one batch after another;
+- through ``POST /score`` by 1, 8 and 64 concurrent clients (threads, one keep-alive
+  connection each), ``--requests`` requests or ``--seconds`` per level, whichever first.
+
+Prints completions/s, p50/p99 latency per request, the ratio of each level's
+throughput to in-process, whether every request was answered 200 with the in-process
+scores, and the server's RSS before, between and after the levels (flat: no growth
+with the number of requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+SPECS = ["math.correctness:2", "format.think_answer_r1"]
+SHAPES = ["<think>\nadding\n</think>\n<answer>\n{a}\n</answer>", "Answer: {a}", "I think it is {w}", "{a}",
+          "<think>hm</think><answer>{w}</answer>"]
+
+
+def batches(n_batches: int, size: int) -> list[dict]:
+    from grpo_core import load_dataset
+
+    ds = load_dataset("arithmetic", level=2, size=n_batches * size)
+    rows = [dict(r, i=i) for i, r in enumerate(ds)]
+    out = []
+    for b in range(n_batches):
+        part = rows[b * size:(b + 1) * size]
+        out.append({"completions": [SHAPES[r["i"] % 5].format(a=r["answer"], w=int(float(r["answer"])) + 1)
+                                    for r in part],
+                    "columns": {"answer": [r["answer"] for r in part]}})
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def in_process(work: list[dict], requests: int, seconds: float) -> tuple[dict, list]:
+    from grpo_core.serve.scoring import RewardSet, Slot
+
+    rewards = RewardSet.from_specs(SPECS)
+    slot = Slot(rewards.compose(), rewards.weights)
+    slot.score(work[0]["completions"], None, work[0]["columns"])  # warm
+    latencies, totals, items = [], [], 0
+    started = time.perf_counter()
+    for k in range(requests):
+        batch = work[k % len(work)]
+        t = time.perf_counter()
+        total = slot.score(batch["completions"], None, batch["columns"])["total"]
+        latencies.append(time.perf_counter() - t)
+        if k < len(work):
+            totals.append(total)
+        items += len(batch["completions"])
+        if time.perf_counter() - started > seconds:
+            break
+    wall = time.perf_counter() - started
+    return {"level": "in process", "requests": len(latencies), "ok": len(latencies), "items_s": items / wall,
+            "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}, totals
+
+
+def start_server(port: int, workers: int, queue: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "grpo_core", "serve", "--rewards", *SPECS, "--port", str(port),
+           "--workers", str(workers), "--queue", str(queue)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"the server did not start: {proc.stderr.read().decode()[-2000:]}")
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def clients(port: int, work: list[dict], expected: list, concurrency: int, requests: int, seconds: float) -> dict:
+    bodies = [json.dumps(b).encode() for b in work]
+    lock, state = threading.Lock(), {"next": 0, "ok": 0, "wrong": 0, "failed": 0, "items": 0}
+    latencies: list[float] = []
+    started = time.perf_counter()
+
+    def client():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while True:
+            with lock:
+                k = state["next"]
+                if k >= requests or time.perf_counter() - started > seconds:
+                    return
+                state["next"] += 1
+            i = k % len(bodies)
+            t = time.perf_counter()
+            try:
+                conn.request("POST", "/score", body=bodies[i], headers={"Content-Type": "application/json"})
+                answer = conn.getresponse()
+                data = json.loads(answer.read())
+                status = answer.status
+            except (OSError, http.client.HTTPException, ValueError):
+                status, data = 0, None
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            elapsed = time.perf_counter() - t
+            with lock:
+                latencies.append(elapsed)
+                if status != 200:
+                    state["failed"] += 1
+                elif data["total"] != expected[i % len(expected)]:
+                    state["wrong"] += 1
+                else:
+                    state["ok"] += 1
+                    state["items"] += len(work[i]["completions"])
+
+    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    return {"level": f"{concurrency} clients", "requests": len(latencies), "ok": state["ok"],
+            "wrong": state["wrong"], "failed": state["failed"], "items_s": state["items"] / wall,
+            "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=32, help="completions per request")
+    ap.add_argument("--batches", type=int, default=40, help="distinct batches (requests cycle over them)")
+    ap.add_argument("--requests", type=int, default=1000, help="requests per level (in process too)")
+    ap.add_argument("--seconds", type=float, default=30.0, help="time per level at most")
+    ap.add_argument("--workers", type=int, default=2, help="the server's --workers")
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args()
+    from grpo_core.serve.server import free_port
+
+    work = batches(args.batches, args.batch)
+    base, expected = in_process(work, args.requests, args.seconds)
+    port = args.port or free_port()
+    proc = start_server(port, args.workers, queue=128)
+    rows, memory = [base], [rss_mib(proc.pid)]
+    try:
+        clients(port, work[:4], expected, 4, 8, args.seconds)  # warm the server
+        memory.append(rss_mib(proc.pid))
+        for concurrency in (1, 8, 64):
+            rows.append(clients(port, work, expected, concurrency, args.requests, args.seconds))
+            memory.append(rss_mib(proc.pid))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    report(args, rows, memory, base, code)
+    return 0 if all(r.get("failed", 0) == 0 and r.get("wrong", 0) == 0 for r in rows) else 1
+
+
+def report(args, rows: list[dict], memory: list[float], base: dict, code: int) -> None:
+    print(f"grpo serve on 127.0.0.1 (--workers {args.workers}), {args.batch} completions per request, "
+          f"rewards {' + '.join(SPECS)}; {os.cpu_count()} CPUs")
+    print(f"{'':>12}  {'requests':>8}  {'answered ok':>11}  {'completions/s':>13}  {'p50 ms':>8}  {'p99 ms':>8}  "
+          f"{'vs in process':>13}")
+    for r in rows:
+        print(f"{r['level']:>12}  {r['requests']:>8}  {r['ok']:>11}  {r['items_s']:>13.0f}  {r['p50'] * 1e3:>8.1f}  "
+              f"{r['p99'] * 1e3:>8.1f}  {r['items_s'] / base['items_s']:>12.2f}x")
+    print(f"server RSS MiB: started {memory[0]:.1f}, warm {memory[1]:.1f}, after 1/8/64 clients "
+          + ", ".join(f"{m:.1f}" for m in memory[2:]) + f" (growth after warm-up {memory[-1] - memory[1]:+.1f})")
+    print(f"SIGTERM: the server exited with {code}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
