@@ -114,8 +114,8 @@ def callback_cost(metrics: Path, tmp: Path, n: int = 2000) -> float:
     checks) take per step, timed in process on a real step log."""
     import io
 
-    from grpo_core.run.callbacks import HealthCallback, MetricsCallback
     from grpo_core.config.schema import HealthSection
+    from grpo_core.run.callbacks import HealthCallback, MetricsCallback
 
     rec = next(json.loads(x) for x in metrics.read_text().splitlines() if '"reward"' in x)
     logs = {k: v for k, v in rec.items() if k not in ("step", "stage", "stage_step", "time")}

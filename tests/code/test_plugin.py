@@ -12,9 +12,7 @@ import pytest
 def test_the_entry_point_registers_rewards_datasets_and_the_prompt(monkeypatch):
     from importlib.metadata import PackageNotFoundError, distribution
 
-    from grpo_core.plugin import plugins
-
-    from grpo_core.plugin import registry
+    from grpo_core.plugin import plugins, registry
 
     try:
         distribution("grpo-rewards-code")

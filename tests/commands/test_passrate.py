@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 import grpo_core
-from grpo_core.data import passrate
 from grpo_core.cli import main
+from grpo_core.data import passrate
 
 
 def test_pass_rates_histogram_and_the_predicted_flat_share():

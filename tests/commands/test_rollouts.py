@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from grpo_core.run import rollout_log
 from grpo_core.cli import main
+from grpo_core.run import rollout_log
 
 
 def record(step, group, completion, correct, brevity, answer="7", extra=""):

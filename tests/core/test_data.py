@@ -8,7 +8,12 @@ import pytest
 
 import grpo_core
 from grpo_core import hookimpl
-from grpo_core.data.datasets import build_prompt, build_prompts, check_columns, resolve_system_prompt
+from grpo_core.data.datasets import (
+    build_prompt,
+    build_prompts,
+    check_columns,
+    resolve_system_prompt,
+)
 from grpo_core.errors import GrpoError, MissingColumnError, RewardParamError, UnknownNameError
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from grpo_core import hookimpl
-from grpo_core.data.builtins import PLAIN
 from grpo_core.cli import main
+from grpo_core.data.builtins import PLAIN
 
 ROOT = Path(__file__).resolve().parents[2]
 

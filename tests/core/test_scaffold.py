@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_core.errors import GrpoError
 from grpo_core.authoring.scaffold import PluginNames, create, plugin_names, render
+from grpo_core.errors import GrpoError
 
 ROOT = Path(__file__).resolve().parents[2]
 

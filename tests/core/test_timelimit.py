@@ -10,11 +10,11 @@ import time
 
 import pytest
 
+from grpo_core.base.timelimit import RewardTimeout, call_within
 from grpo_core.errors import SpecError
 from grpo_core.rewards.policy import GuardedReward
 from grpo_core.rewards.reward import Reward
 from grpo_core.rewards.specs import parse_spec
-from grpo_core.base.timelimit import RewardTimeout, call_within
 
 
 def test_a_sleeping_call_is_interrupted_and_its_finally_runs():

@@ -159,6 +159,21 @@ def grpo(env_plugins, tool_model, tmp_path, capsys):
     return run
 
 
+# what every environment test run shares: a tiny model, 2 steps of 2 groups of 2
+COMMON = """
+model: {dtype: float32}
+lora: {r: 4, lora_alpha: 8}
+max_steps: 2
+learning_rate: 1.0e-3
+per_device_train_batch_size: 4
+num_generations: 2
+gradient_checkpointing: false
+save_strategy: "no"
+report_to: []
+seed: 0
+"""
+
+
 def write_config(path: Path, text: str) -> Path:
     path.write_text(text)
     return path

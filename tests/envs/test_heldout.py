@@ -9,20 +9,9 @@ import json
 
 from grpo_core.testing import scripted_policy
 
-from .conftest import PythonPolicy, metrics, write_config
+from .conftest import COMMON, PythonPolicy, metrics, write_config
 
-CONFIG = """
-model: {dtype: float32}
-lora: {r: 4, lora_alpha: 8}
-max_steps: 2
-learning_rate: 1.0e-3
-per_device_train_batch_size: 4
-num_generations: 2
-gradient_checkpointing: false
-save_strategy: "no"
-report_to: []
-seed: 0
-dataset: {name: toy_arithmetic, system_prompt: plain, eval_split: test}
+CONFIG = COMMON + """dataset: {name: toy_arithmetic, system_prompt: plain, eval_split: test}
 environment: python(timeout=10.0)
 rewards: [math.correctness]
 max_completion_length: 128

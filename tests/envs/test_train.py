@@ -12,20 +12,7 @@ import pytest
 
 from grpo_core.testing import scripted_policy
 
-from .conftest import BinarySearchPolicy, PythonPolicy, RoutedPolicy, metrics, write_config
-
-COMMON = """
-model: {dtype: float32}
-lora: {r: 4, lora_alpha: 8}
-max_steps: 2
-learning_rate: 1.0e-3
-per_device_train_batch_size: 4
-num_generations: 2
-gradient_checkpointing: false
-save_strategy: "no"
-report_to: []
-seed: 0
-"""
+from .conftest import COMMON, BinarySearchPolicy, PythonPolicy, RoutedPolicy, metrics, write_config
 
 
 def train_python(grpo, tool_tokenizer, tmp_path, extra: str = ""):

@@ -7,8 +7,8 @@ import importlib.util
 
 import pytest
 
-from grpo_core.errors import ConfigError
 from grpo_core.config.grpo_args import check_vllm
+from grpo_core.errors import ConfigError
 
 
 class Args:
@@ -35,8 +35,8 @@ def test_unknown_mode_is_an_error():
 def test_fields_pass_through_to_grpoconfig(tmp_path, register_plugin):
     import grpo_datasets
     import grpo_rewards_format
-    from grpo_core.config.load import load_config
     from grpo_core.config.grpo_args import training_args
+    from grpo_core.config.load import load_config
 
     register_plugin(grpo_datasets)
     register_plugin(grpo_rewards_format)

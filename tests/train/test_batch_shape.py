@@ -11,9 +11,9 @@ import re
 import pytest
 import yaml
 
+from grpo_core.config.batch_shape import SHAPE_DEFAULTS, shape_faults, shape_problem
 from grpo_core.config.load import load_config
 from grpo_core.errors import ConfigError
-from grpo_core.config.batch_shape import SHAPE_DEFAULTS, shape_faults, shape_problem
 
 from .conftest import TINY
 
@@ -135,8 +135,8 @@ def test_open_r1_code_recipe_on_one_process_names_the_values_that_fit(tmp_path):
 
 
 def test_the_report_is_printed_by_dry_run_and_check_before_any_model(tmp_path, capsys, monkeypatch):
-    from grpo_core.config import models
     from grpo_core.cli import main
+    from grpo_core.config import models
 
     monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("a model loaded"))
     path = tmp_path / "config_demo_code.yaml"

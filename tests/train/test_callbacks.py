@@ -9,9 +9,9 @@ import math
 import pytest
 from transformers import TrainerCallback
 
+from grpo_core.config.schema import AdaptiveSection, HealthSection
 from grpo_core.run import callbacks
 from grpo_core.run.callbacks import summary_line
-from grpo_core.config.schema import AdaptiveSection, HealthSection
 
 from .conftest import TINY
 

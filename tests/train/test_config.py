@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.config.load import load_config
 from grpo_core.config.grpo_args import training_args
+from grpo_core.config.load import load_config
 
 from .conftest import TINY
 

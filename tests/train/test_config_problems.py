@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from grpo_core.base.problems import ConfigProblems
 from grpo_core.config.load import load_config
 from grpo_core.errors import ConfigError, GrpoError, SpecError, UnknownNameError
-from grpo_core.base.problems import ConfigProblems
 
 from .conftest import TINY
 

@@ -33,8 +33,8 @@ def test_quickstart_rewards(installed_plugins):
 
 
 def test_gsm8k_example_config_is_valid(installed_plugins):
-    from grpo_core.config.load import load_config
     from grpo_core.config.grpo_args import training_args
+    from grpo_core.config.load import load_config
 
     cfg = load_config(EXAMPLES / "gsm8k.yaml")
     args = training_args(cfg, cfg.stages[0], device="cuda")

@@ -9,8 +9,8 @@ import types
 import pytest
 
 import grpo_core
-from grpo_core.run.callbacks import HealthCallback
 from grpo_core.config.schema import HealthSection
+from grpo_core.run.callbacks import HealthCallback
 
 from .conftest import TINY
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.errors import ConfigError
 from grpo_core.config.precision import Precision, choose, normalize_dtype, sampling_autocast
+from grpo_core.errors import ConfigError
 
 from .conftest import TINY
 

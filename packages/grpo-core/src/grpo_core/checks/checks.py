@@ -320,5 +320,4 @@ def _stages(cfg, columns: list[str]) -> list[tuple]:
     return out
 
 
-__all__ = ["check_plans", "PROBES", "Probe", "ProbeRow", "CheckReport", "HedgePaid", "check_stage", "format_report",
-           "is_correctness", "declared_reads_answers", "gold_self_test", "run_probes", "wrong_answer", "shifted"]
+__all__ = ["check_plans", "Probe", "ProbeRow", "CheckReport", "HedgePaid", "check_stage", "format_report", "is_correctness", "declared_reads_answers", "gold_self_test", "run_probes", "wrong_answer", "shifted"]

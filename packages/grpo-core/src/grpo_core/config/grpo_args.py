@@ -200,6 +200,4 @@ def training_values(cfg: RunConfig, args) -> dict:
     return out
 
 
-__all__ = ["training_args", "training_values", "detect_device", "default_output_dir", "check_values",
-           "check_vllm", "check_integrations", "check_batch_shape", "check_config_shape", "shape_faults", "shape_problem", "shape_values",
-           "process_count", "SHAPE_DEFAULTS"]
+__all__ = ["training_args", "training_values", "detect_device", "default_output_dir", "check_values", "check_vllm", "check_integrations"]

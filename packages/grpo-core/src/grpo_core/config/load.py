@@ -395,4 +395,4 @@ def _reward_problem(exc: GrpoError, spec: Any) -> GrpoError:
     return type(exc)(f"{exc} {hint}") if hint else exc
 
 
-__all__ = ["RunConfig", "load_config", "apply_env", "REMOVED", "SECTIONS"]
+__all__ = ["RunConfig", "load_config", "apply_env", "SECTIONS"]

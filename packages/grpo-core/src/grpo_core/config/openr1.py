@@ -201,5 +201,5 @@ def _env(raw: dict, key: str, var: str, value: Any, problems) -> None:
         env[var] = str(value)
 
 
-__all__ = ["take", "translate", "reward_spec", "reward_names", "dataset_params", "reward_columns", 
+__all__ = ["take", "translate", "reward_spec", "reward_names", "dataset_params", "reward_columns",
            "is_recipe", "KEYS", "DEFAULT_REWARDS", "REMOTE", "IGNORED", "LAUNCH"]

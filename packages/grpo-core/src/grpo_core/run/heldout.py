@@ -151,4 +151,4 @@ def callback(cfg, prepared, stage, rows: list[dict] | None, offset: int) -> Held
                            multi_turn=multi_turn)
 
 
-__all__ = ["HeldoutCallback", "heldout_rows", "callback", "accuracy", "full_marks", "every", "METRIC"]
+__all__ = ["HeldoutCallback", "callback", "accuracy", "full_marks", "every", "METRIC"]
