@@ -20,7 +20,8 @@ Held-out accuracy is measured as ``grpo eval`` measures it (``--limit`` test pro
 its binomial standard error, every mean over seeds with its standard error, and each
 arm's best rate. A full sweep takes an hour or more on 2 cores: ``--results FILE``
 appends each finished cell and skips those already there, so it can run one cell at a
-time (``--arms dynamic --lrs 1e-3 --seeds 2``) and the table covers them all.
+time (``--arms dynamic --lrs 1e-3 --seeds 2``) and the table covers them all (one file per
+config: the base model is evaluated once, for the first cell on its number of prompts).
 
     python bench/learning.py --results bench/learning.jsonl                # the config's lr, 3 seeds
     python bench/learning.py --results r.jsonl --lrs 5e-4 1e-3 2e-3 --axis steps --steps 12
@@ -140,10 +141,12 @@ def _run(script: str, argv: list[str], env: dict) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
-def _eval(config: Path, adapter: Path, overrides: list[str], env: dict, limit: int) -> dict:
+def _eval(config: Path, adapter: Path, overrides: list[str], env: dict, limit: int, base: bool) -> dict:
+    """``grpo eval``'s accuracies; the base model's only when ``base`` (it is the same for every cell)."""
     report = adapter.parent / "eval.json"
     proc = subprocess.run([sys.executable, "-m", "grpo_core", "eval", str(config), "--checkpoint", str(adapter),
-                           "--limit", str(limit), "--output", str(report), *overrides],
+                           "--limit", str(limit), "--output", str(report), *(() if base else ("--no-base",)),
+                           *overrides],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"grpo eval failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
@@ -169,9 +172,10 @@ def _step_time(steps: list[dict]) -> float:
 ARMS = ("bare", "denominator", "grpo", "dynamic")
 
 
-def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict) -> dict:
+def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict, base: float | None = None) -> dict:
     """One cell: ``arm`` at learning rate ``lr`` and ``seed``, trained to the token budget
-    (``--axis tokens``) or for ``--steps`` optimizer steps (``--axis steps``), then evaluated."""
+    (``--axis tokens``) or for ``--steps`` optimizer steps (``--axis steps``), then evaluated
+    (the base model too, unless its accuracy ``base`` on these prompts is known)."""
     out = tmp / f"{arm}-{lr:g}-{seed}"
     budget, max_steps = (opts.budget, opts.max_steps) if opts.axis == "tokens" else (0, opts.steps)
     common = ["--seed", str(seed), "--learning_rate", str(lr), "--lr_scheduler_type", "constant_with_warmup",
@@ -183,9 +187,10 @@ def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict) -> dict:
         dyn = ["--sampling.dynamic", "true", "--sampling.max_rounds", str(opts.max_rounds),
                "--sampling.metric", opts.metric] if arm == "dynamic" else ["--sampling.dynamic", "false"]
         result = _run(GRPO, [str(budget), str(out), str(opts.config), *common, *dyn], env)
-    acc = _eval(opts.config, out / "adapter", opts.extra, env, opts.limit)
+    acc = _eval(opts.config, out / "adapter", opts.extra, env, opts.limit, base is None)
     steps = result["steps"]
-    return {"arm": arm, "axis": opts.axis, "lr": lr, "seed": seed, "base": acc["base"], "accuracy": acc["trained"],
+    return {"arm": arm, "axis": opts.axis, "lr": lr, "seed": seed, "base": acc["base"] if base is None else base,
+            "accuracy": acc["trained"],
             "prompts": opts.limit, "flat": _flat(steps), "tokens": result["tokens"], "steps": len(steps),
             "wall": result["wall"], "step_time": _step_time(steps)}
 
@@ -303,7 +308,8 @@ def main() -> None:
         for k, (arm, lr, seed) in enumerate(cells, 1):
             print(f"[{k}/{len(cells)}] {arm}, axis {opts.axis}, lr {lr:g}, seed {seed} "
                   f"({time.perf_counter() - t0:.0f} s so far)", flush=True)
-            rows.append(one(arm, seed, lr, opts, tmp, env))
+            base = next((r["base"] for r in previous + rows if r.get("prompts") == opts.limit), None)
+            rows.append(one(arm, seed, lr, opts, tmp, env, base))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
             if opts.results is not None and not opts.quick:
                 with open(opts.results, "a") as f:

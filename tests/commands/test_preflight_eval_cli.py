@@ -105,6 +105,14 @@ def test_eval_reports_base_trained_and_delta(toy, tiny_model, lora_adapter, tmp_
     assert delta["mean_tokens"] == pytest.approx(trained["mean_tokens"] - base["mean_tokens"])
     assert base["accuracy"] is None  # no math.* reward configured
     assert "metric" in capsys.readouterr().out
+    # --no-base: the base model is not loaded, its figures null; the trained ones are the same
+    assert main(["eval", str(cfg), "--checkpoint", str(lora_adapter), "--limit", "4", "--output", str(out),
+                 "--no-base"]) == 0
+    alone = json.loads(out.read_text())
+    assert alone["trained"] == trained and set(alone["base"].values()) == {None}
+    assert set(alone["delta"].values()) == {None}
+    printed = capsys.readouterr().out
+    assert "with the base model" not in printed and "with the trained model" in printed
 
 
 def test_eval_rejects_a_checkpoint_of_another_base(toy, tiny_model, tmp_path, capsys):

@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--samples", type=int, default=1,
                    help="completions per prompt; 1 = greedy (default), more = sampled at the config's temperature")
     p.add_argument("--output", type=Path, default=None, help="JSON report (default: CHECKPOINT/eval.json)")
+    p.add_argument("--no-base", dest="base", action="store_false",
+                   help="skip the base model (its figures are null): when it was measured already, "
+                        "e.g. comparing many checkpoints of one config on the same prompts")
     p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
     p.set_defaults(func=run, accepts_extra=True)
 
@@ -123,7 +126,8 @@ def run(args) -> int:
     prompts = [r["prompt"] for r in rows]
     sampling = eval_sampling(cfg, stage.args, device, args.samples)
     results = {}
-    for label, target in (("base", cfg.model.id), ("trained", str(args.checkpoint))):
+    targets = [("base", cfg.model.id)] if args.base else []
+    for label, target in targets + [("trained", str(args.checkpoint))]:
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device, chat_template=cfg.model.chat_template)
@@ -151,7 +155,8 @@ def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> dict:
 
 
 def _report(args, split: str, rows: list, sampled: bool, base_model: str, results: dict) -> None:
-    base, trained = results["base"], results["trained"]
+    trained = results["trained"]
+    base = results.get("base") or dict.fromkeys(trained)  # --no-base: null figures
     delta = {k: (trained[k] - base[k]) if isinstance(base[k], float) and isinstance(trained[k], float) else None
              for k in base}
     report = {"split": split, "prompts": len(rows), "samples": args.samples, "greedy": not sampled,
