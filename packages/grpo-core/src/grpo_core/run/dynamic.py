@@ -207,13 +207,14 @@ class DynamicSampling:
             if enough(flags, local, procs):
                 break
         chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
+        # (round, group over every process) of each group trained
+        picks = [(r, p * local + group) for p, (picked, _) in enumerate(chosen) for r, group in picked]
         if len(outputs) > 1:
-            picks = [(r, p * local + group) for p, (picked, _) in enumerate(chosen) for r, group in picked]
             trained = trained_scores(scores, names, picks, g)
             relog(trainer.metrics(), logged, trained_figures(trained, weights, g))
             trainer.set_batch_rewards(trained)  # what adaptive weights read
         if log is not None:
-            log.release({(r, p * local + group) for p, (picks, _) in enumerate(chosen) for r, group in picks})
+            log.release(set(picks))
         for name, value in metrics(flags, chosen, local, procs).items():
             trainer.record_metric(f"sampling/{name}", value)
         if len(outputs) == 1:
