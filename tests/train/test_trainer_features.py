@@ -370,7 +370,7 @@ def test_features_are_read_from_the_config_in_one_place(toy_plugin, tiny_model, 
                              "--health.reward_time_limit", "30", "--model.generation_threads", "2"])
     p = prepare(cfg, check=False, tools=False)
     f = features_of(p, p.plans[0], precision=Precision("bfloat16", "bfloat16", "bfloat16"), offset=7)
-    assert f.sampling == Sampling(fast=False, threads=2, autocast="bfloat16")  # a CPU: fast is CUDA's (auto)
+    assert f.sampling == Sampling(fast=False, threads=2, autocast="bfloat16", merged="auto")  # a CPU: fast is CUDA's (auto), merging the CPU's
     assert f.guard == GuardSettings("skip", "auto", 3, 100.0)
     assert f.rewards == PolicySettings(5, 0.2, Stalls(3, "stop"), 30.0)
     assert f.dynamic == DynamicSettings(4, "total")

@@ -49,6 +49,10 @@ class ModelSection:
                                              "(1 can be faster on a machine busy with other work).")
     fast_generation: bool | str = setting("auto", "Static KV cache and compiled decoding while sampling: auto "
                                           "(on CUDA), true, false.", choices=AUTO)
+    merged_sampling: bool | str = setting("auto", "Sample from a LoRA model with its adapters merged into a copy "
+                                          "of the weights they adapt (no per-layer LoRA products while decoding): "
+                                          "auto (on a CPU, when the copy fits in 1 GiB), true, false.",
+                                          choices=AUTO)
     quantization: dict | None = setting(None, "bitsandbytes quantization as TRL's ModelConfig writes it "
                                         "({load_in_4bit: true, bnb_4bit_quant_type: nf4}); needs a CUDA GPU.")
     chat_template: str | None = setting(None, "A Jinja chat template put on the tokenizer in place of its own "

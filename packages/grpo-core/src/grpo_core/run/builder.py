@@ -26,6 +26,7 @@ from grpo_core.run.prepare import (
     fast_generation,
     generation_threads,
     lora_config,
+    merged_sampling,
 )
 from grpo_core.run.resume import settings_of
 from grpo_core.run.rollout_log import FOLDER, RolloutLogSettings, prompt_index
@@ -39,7 +40,8 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
     rollout log, settings record, reward guard, autocast or cast)."""
     cfg, device, h = prepared.cfg, prepared.device, prepared.cfg.health
     sampling = Sampling(fast=fast_generation(cfg, _args(plan, rollouts_only), device),
-                        threads=generation_threads(cfg, device), autocast=sampling_autocast(precision, "cuda"))
+                        threads=generation_threads(cfg, device), autocast=sampling_autocast(precision, "cuda"),
+                        merged=merged_sampling(cfg, device))
     guard = GuardSettings(h.on_nonfinite, h.snapshot, h.max_skips, h.max_weight_jump)
     environment_rewards = trainer_kwargs(cfg.environment).get("environment_rewards", {})
     if rollouts_only:

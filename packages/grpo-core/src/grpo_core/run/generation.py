@@ -14,6 +14,7 @@ from typing import Any
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.config import models
+from grpo_core.run.merged_lora import MergedLora
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
 # tokens, so the compiled decoder is rebuilt only when a longer bucket first appears.
@@ -173,6 +174,7 @@ class Sampling:
     fast: bool = False  # static KV cache and compiled decoding (never with vLLM)
     threads: int | None = None  # torch threads while sampling on a CPU; None: torch's own
     autocast: str | None = None  # on CUDA, sample under autocast to this dtype (config.precision.sampling_autocast)
+    merged: bool | str = False  # LoRA adapters merged into a copy of the weights while sampling (.merged_lora)
 
 
 class FastSampling:
@@ -184,12 +186,17 @@ class FastSampling:
     sampling goes on eagerly with one warning."""
 
     def __init__(self, settings: Sampling, generation_config, max_completion_length: int, *, vllm: bool = False,
-                 log=print):
+                 log=print, model=None):
         self.settings = settings
         self.config = generation_config
         self.max_completion_length = max_completion_length
         self.fast = settings.fast and not vllm
         self.log = log
+        merged = settings.merged
+        if self.fast and merged is True:
+            log("warning: model.merged_sampling: true is not used with fast generation (compiled decoding keeps the "
+                "weights it captured); set model.fast_generation: false to sample from merged weights.")
+        self.merge = None if vllm or model is None or self.fast else MergedLora.of(model, merged, log)
         if not vllm:
             generation_config.remove_invalid_values = True
             if self.fast:
@@ -226,6 +233,8 @@ class FastSampling:
             stack.enter_context(torch_threads(self.settings.threads))
         if device == "cuda" and self.settings.autocast:
             stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, self.settings.autocast)))
+        if self.merge is not None:
+            stack.enter_context(self.merge.merged())
         return stack
 
 

@@ -260,6 +260,14 @@ def fast_generation(cfg: RunConfig, args, device: str) -> bool:
     return on and not args.use_vllm and args.cache_implementation in (None, "static")
 
 
+def merged_sampling(cfg: RunConfig, device: str) -> bool | str:
+    """``model.merged_sampling``: auto (on a CPU; the trainer weighs the copy's size), true or false."""
+    setting = cfg.model.merged_sampling
+    if setting == "auto":
+        return "auto" if device == "cpu" else False
+    return setting is True or setting == "true"
+
+
 def generation_threads(cfg: RunConfig, device: str) -> int | None:
     """Torch threads while sampling on a CPU (``model.generation_threads``); None: torch's own."""
     return int(cfg.model.generation_threads) if device == "cpu" and cfg.model.generation_threads else None
@@ -320,4 +328,4 @@ def _quantization(quantization: dict | None) -> dict:
 
 
 __all__ = ["prepare", "check_versions", "TESTED", "Prepared", "StagePlan", "build_datasets", "plan", "check_or_stop", "check_tool_support",
-           "lora_config", "fast_generation", "sampling_settings", "load_model", "quiet"]
+           "lora_config", "fast_generation", "merged_sampling", "sampling_settings", "load_model", "quiet"]

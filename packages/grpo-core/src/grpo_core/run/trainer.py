@@ -55,7 +55,7 @@ class GrpoTrainer(GRPOTrainer):
             if hasattr(callback, "bind"):  # callbacks that steer the trainer (adaptive weights)
                 callback.bind(self)
         self.sampler = FastSampling(features.sampling, self.generation_config, self.max_completion_length,
-                                    vllm=self.use_vllm, log=log)
+                                    vllm=self.use_vllm, log=log, model=self.model)
         if features.trainable is not None:
             _cast_trainable(self.model, getattr(torch, features.trainable))
         self.guard = Guard.of(features.guard, list(self.model.parameters()))

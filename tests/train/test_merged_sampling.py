@@ -1,0 +1,111 @@
+"""Sampling from merged LoRA weights (``model.merged_sampling``): the same model
+inside the context, the frozen weights untouched after it, and the cases that do
+not merge."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grpo_core.config.load import load_config
+from grpo_core.run import merged_lora
+from grpo_core.run.generation import load_policy
+from grpo_core.run.merged_lora import MergedLora
+
+from .conftest import TINY
+
+
+def _lora(tiny_model, **extra):
+    from peft import LoraConfig, get_peft_model
+
+    model, tok = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0,
+                                             **extra))
+    torch.manual_seed(0)
+    with torch.no_grad():  # a trained adapter: B is zero at initialisation, which would hide a missing merge
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    return model.eval(), tok
+
+
+def test_merged_weights_give_the_adapted_model_and_leave_the_frozen_weights_untouched(tiny_model):
+    model, _ = _lora(tiny_model)
+    ids = torch.randint(0, 100, (3, 9))
+    with torch.no_grad():
+        adapted = model(ids).logits
+        with model.disable_adapter():
+            base = model(ids).logits
+    frozen = {n: (p.data_ptr(), p.detach().clone()) for n, p in model.named_parameters() if not p.requires_grad}
+    merge = MergedLora.of(model, True)
+    assert len(merge.layers) == len([n for n in frozen if n.endswith("base_layer.weight")]) > 0
+    for _ in range(2):  # the buffers are refilled each time
+        with torch.no_grad(), merge.merged():
+            inside = model(ids).logits
+        assert torch.allclose(inside, adapted, atol=1e-5)
+        assert not torch.allclose(inside, base, atol=1e-2)  # the adapters change the output
+    for n, p in model.named_parameters():
+        if n in frozen:
+            assert p.data_ptr() == frozen[n][0] and torch.equal(p, frozen[n][1])
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, adapted)  # adapters on again
+
+
+def test_weights_are_put_back_when_sampling_fails(tiny_model):
+    model, _ = _lora(tiny_model)
+    merge = MergedLora.of(model, "auto")
+    weight = merge.layers[0].base_layer.weight
+    before, values = weight.data_ptr(), weight.detach().clone()
+    with pytest.raises(RuntimeError, match="boom"), merge.merged():
+        assert weight.data_ptr() != before
+        raise RuntimeError("boom")
+    assert weight.data_ptr() == before and torch.equal(weight, values)
+    assert not any(getattr(m, "_disable_adapters", False) for m in merge.layers)
+
+
+def test_greedy_tokens_are_the_adapted_models(tiny_model):
+    model, tok = _lora(tiny_model)
+    ids = torch.randint(0, 100, (2, 6))
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=8, pad_token_id=0)
+    with torch.no_grad():
+        expected = model.generate(ids, **kw)
+        with MergedLora.of(model, True).merged():
+            assert torch.equal(model.generate(ids, **kw), expected)
+
+
+@pytest.mark.parametrize("setting", [True, "auto"])
+def test_what_does_not_merge(tiny_model, setting):
+    said = []
+    plain, _ = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    assert MergedLora.of(plain, setting, said.append) is None
+    dora, _ = _lora(tiny_model, use_dora=True)
+    assert MergedLora.of(dora, setting, said.append) is None
+    saved, _ = _lora(tiny_model, modules_to_save=["lm_head"])
+    assert MergedLora.of(saved, setting, said.append) is None
+    if setting is True:
+        assert len(said) == 3 and "DoRA" in said[1] and "modules_to_save" in said[2]
+    else:
+        assert said == []  # auto: quietly
+
+
+def test_auto_merges_only_what_fits(tiny_model, monkeypatch):
+    model, _ = _lora(tiny_model)
+    layers, why = merged_lora.lora_layers(model)
+    assert why is None
+    size = merged_lora.copy_bytes(layers)
+    monkeypatch.setattr(merged_lora, "AUTO_BYTES", size)
+    assert MergedLora.of(model, "auto") is not None
+    monkeypatch.setattr(merged_lora, "AUTO_BYTES", size - 1)
+    assert MergedLora.of(model, "auto") is None
+    assert MergedLora.of(model, True) is not None  # true: whatever the size
+    assert MergedLora.of(model, False) is None
+
+
+@pytest.mark.parametrize("setting, device, expected",
+                         [("auto", "cpu", "auto"), ("auto", "cuda", False), ("true", "cuda", True),
+                          ("false", "cpu", False)])
+def test_setting(toy_plugin, tiny_model, setting, device, expected):
+    from grpo_core.run.prepare import merged_sampling
+
+    cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.merged_sampling", setting])
+    assert merged_sampling(cfg, device) == expected
