@@ -10,9 +10,15 @@ time over the runs (other processes' load only ever adds time), and compares
 the medians over steps. The median of the per-run ratios is printed too.
 
     python bench/train_overhead.py [--runs 10] [--steps 30]
+    python bench/train_overhead.py --model smollm2-135m --runs 3 --steps 10 --max-completion-length 48
 
-Both run with OMP_NUM_THREADS=1: on a shared machine a tiny model's steps
-otherwise vary tenfold with the other processes' load. Needs grpo-datasets
+With the tiny model both run with OMP_NUM_THREADS=1: on a shared machine a tiny
+model's steps otherwise vary tenfold with the other processes' load. ``--model``
+takes a real model (an alias, a local folder) and runs with torch's own thread
+count; grpo train samples there with ``model.merged_sampling: false`` (merged
+weights sample the same tokens only up to rounding, so the two runs would part
+ways), unless ``--merged``, which measures the default instead (the rewards then
+differ, and the check says so). Needs grpo-datasets
 (arithmetic) and grpo-rewards-format (length.ideal, repetition.ngram), as
 installed by scripts/setup.sh.
 """
@@ -34,7 +40,7 @@ REWARDS = ["length.ideal(target=24, unit='chars'):1.0", "repetition.ngram:0.5"]
 DATASET = {"name": "arithmetic", "params": {"size": 200, "level": 1}, "system_prompt": "plain"}
 
 CONFIG = """\
-model: {{id: {model}, dtype: float32}}
+model: {{id: {model}, dtype: float32, merged_sampling: {merged}}}
 lora: {{r: 8, lora_alpha: 16}}
 dataset: {dataset}
 rewards: {rewards}
@@ -42,7 +48,7 @@ max_steps: {steps}
 learning_rate: 1.0e-4
 per_device_train_batch_size: 8
 num_generations: 4
-max_completion_length: 16
+max_completion_length: {length}
 gradient_checkpointing: false
 save_strategy: "no"
 report_to: []
@@ -60,12 +66,12 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 import grpo_core
 
-model, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+model, steps, out, length = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 funcs, weights = grpo_core.compose_rewards({rewards!r})
 d = {dataset!r}
 ds = grpo_core.build_prompts(grpo_core.load_dataset(d["name"], **d["params"]), d["system_prompt"])
 args = GRPOConfig(output_dir=out, max_steps=steps, learning_rate=1e-4, per_device_train_batch_size=8,
-                  num_generations=4, max_completion_length=16, gradient_checkpointing=False,
+                  num_generations=4, max_completion_length=length, gradient_checkpointing=False,
                   save_strategy="no", report_to=[], logging_steps=1, use_cpu=True, bf16=False,
                   seed=0, reward_weights=weights)
 peft = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
@@ -100,8 +106,8 @@ def run_grpo(cfg: Path, out: Path, env: dict) -> dict:
             "times": [r["time"] for r in steps]}
 
 
-def run_bare(script: Path, model: Path, steps: int, out: Path, env: dict) -> dict:
-    proc = subprocess.run([sys.executable, str(script), str(model), str(steps), str(out)],
+def run_bare(script: Path, model: Path, steps: int, out: Path, env: dict, length: int) -> dict:
+    proc = subprocess.run([sys.executable, str(script), str(model), str(steps), str(out), str(length)],
                           capture_output=True, text=True, env=env)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     if proc.returncode != 0 or line is None:
@@ -141,6 +147,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10, help="runs of each (default 10)")
     parser.add_argument("--steps", type=int, default=30, help="GRPO steps per run (default 30)")
+    parser.add_argument("--model", default=None,
+                        help="a real model (alias such as smollm2-135m, or a local folder); default: a tiny random one")
+    parser.add_argument("--max-completion-length", type=int, default=16)
+    parser.add_argument("--merged", action="store_true",
+                        help="grpo train with model.merged_sampling at its default (auto), not false")
     parser.add_argument("--calibrate", action="store_true",
                         help="A/A check: run the bare script in both slots, to see the noise floor")
     opts = parser.parse_args()
@@ -148,13 +159,22 @@ def main() -> None:
     from grpo_core.testing import make_tiny_model
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               TRANSFORMERS_VERBOSITY="error", OMP_NUM_THREADS="1", GRPO_PLUGINS="grpo-datasets,grpo-rewards-format")
+               TRANSFORMERS_VERBOSITY="error", GRPO_PLUGINS="grpo-datasets,grpo-rewards-format")
+    if opts.model is None:
+        env["OMP_NUM_THREADS"] = "1"
+    length = opts.max_completion_length
     with tempfile.TemporaryDirectory(prefix="grpo-bench-") as tmp:
         tmp = Path(tmp)
-        model = make_tiny_model(tmp / "model", hidden_size=64)
+        if opts.model is None:
+            model = make_tiny_model(tmp / "model", hidden_size=64)
+        else:
+            from grpo_core.config.models import resolve
+
+            model = resolve(opts.model)
         cfg = tmp / "bench.yaml"
         cfg.write_text(CONFIG.format(model=model, steps=opts.steps, dataset=json.dumps(DATASET),
-                                     rewards=json.dumps(REWARDS)))
+                                     rewards=json.dumps(REWARDS), length=length,
+                                     merged="auto" if opts.merged else "false"))
         script = tmp / "bare.py"
         script.write_text(textwrap.dedent(BARE.format(rewards=REWARDS, dataset=DATASET)))
 
@@ -167,7 +187,7 @@ def main() -> None:
             for which in order:
                 out = tmp / f"{which}-{i}"
                 results[which] = (run_grpo(cfg, out, env) if which == "grpo" and not opts.calibrate
-                                  else run_bare(script, model, opts.steps, out, env))
+                                  else run_bare(script, model, opts.steps, out, env, length))
             g, b = results["grpo"], results["bare"]
             if own is None and not opts.calibrate:
                 own = callback_cost(tmp / f"grpo-{i}" / "metrics.jsonl", tmp)
