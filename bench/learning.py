@@ -22,13 +22,15 @@ arm's best rate. A full sweep takes an hour or more on 2 cores: ``--results FILE
 appends each finished cell and skips those already there, so it can run one cell at a
 time (``--arms dynamic --lrs 1e-3 --seeds 2``) and the table covers them all (one file per
 config: the base model is evaluated once, for the first cell on its number of prompts).
+``--jobs 2`` runs two cells at once, each on half the cores.
 
     python bench/learning.py --results bench/learning.jsonl                # the config's lr, 3 seeds
     python bench/learning.py --results r.jsonl --lrs 5e-4 1e-3 2e-3 --axis steps --steps 12
     python bench/learning.py --quick --arms bare denominator dynamic       # a tiny model: a smoke test
 
 Held-out accuracy during training and ``grpo check`` are off in the grpo runs (they
-would cost time the bare one does not spend); ``grpo eval`` measures afterwards.
+would cost time the bare one does not spend), and so is merged sampling (bare TRL samples
+through peft's LoRA layers); ``grpo eval`` measures afterwards.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,8 +182,10 @@ def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict, base: float 
     (the base model too, unless its accuracy ``base`` on these prompts is known)."""
     out = tmp / f"{arm}-{lr:g}-{seed}"
     budget, max_steps = (opts.budget, opts.max_steps) if opts.axis == "tokens" else (0, opts.steps)
+    # merged sampling off: the arms differ only in what they test (bare TRL samples from peft's layers)
     common = ["--seed", str(seed), "--learning_rate", str(lr), "--lr_scheduler_type", "constant_with_warmup",
-              "--heldout.enabled", "false", "--max_steps", str(max_steps), *opts.extra]
+              "--heldout.enabled", "false", "--max_steps", str(max_steps), "--model.merged_sampling", "false",
+              *opts.extra]
     if arm in ("bare", "denominator"):
         result = _run(BARE, [str(budget), str(out), str(opts.config), str(seed), str(max_steps), str(lr),
                              "trained" if arm == "denominator" else "all"], env)
@@ -268,6 +274,9 @@ def _options():
     parser.add_argument("--results", type=Path, default=None,
                         help="a JSONL file: each finished cell is appended, cells already in it are skipped "
                              "(run one cell at a time, or resume), and the table covers all of it")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="cells run at once, each with OMP_NUM_THREADS = cores / jobs (accuracy is what they "
+                             "compare; their s/step then reads the shared machine)")
     parser.add_argument("--quick", action="store_true", help="a tiny random model, 2 steps: a smoke test")
     parser.add_argument("--json", type=Path, default=None, help="also write this run's rows as JSON")
     opts, opts.extra = parser.parse_known_args()
@@ -297,24 +306,41 @@ def main() -> None:
 
     lrs = opts.lrs or [float(yaml.safe_load(opts.config.read_text())["learning_rate"])]
     previous = read_results(opts.results)
-    cells = [(arm, lr, seed) for seed in opts.seeds for lr in lrs for arm in opts.arms
-             if not done(previous, arm, opts.axis, lr, seed)]
-    rows = []
+    rows: list[dict] = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grpo-learning-") as tmp:
         tmp = Path(tmp)
         if opts.quick:
             _quick(opts, tmp)
-        for k, (arm, lr, seed) in enumerate(cells, 1):
-            print(f"[{k}/{len(cells)}] {arm}, axis {opts.axis}, lr {lr:g}, seed {seed} "
-                  f"({time.perf_counter() - t0:.0f} s so far)", flush=True)
-            base = next((r["base"] for r in previous + rows if r.get("prompts") == opts.limit), None)
-            rows.append(one(arm, seed, lr, opts, tmp, env, base))
-            print(table(rows[-1:]).splitlines()[-1], flush=True)
-            if opts.results is not None and not opts.quick:
-                with open(opts.results, "a") as f:
-                    f.write(json.dumps(rows[-1]) + "\n")
-    every = previous + rows if not opts.quick else rows
+        cells = [(arm, lr, seed) for seed in opts.seeds for lr in lrs for arm in opts.arms
+                 if not done(previous, arm, opts.axis, lr, seed)]
+        if opts.jobs > 1:  # each cell's processes share the machine's cores
+            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // opts.jobs))
+        lock = threading.Lock()
+
+        def cell(k: int, arm: str, lr: float, seed: int) -> None:
+            with lock:
+                print(f"[{k}/{len(cells)}] {arm}, axis {opts.axis}, lr {lr:g}, seed {seed} "
+                      f"({time.perf_counter() - t0:.0f} s so far)", flush=True)
+                base = next((r["base"] for r in previous + rows if r.get("prompts") == opts.limit), None)
+            row = one(arm, seed, lr, opts, tmp, env, base)
+            with lock:
+                rows.append(row)
+                print(table([row]).splitlines()[-1], flush=True)
+                if opts.results is not None and not opts.quick:
+                    with open(opts.results, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+
+        numbered = list(enumerate(cells, 1))
+        known = any(r.get("prompts") == opts.limit for r in previous)
+        if numbered and not known:  # the first cell evaluates the base model, once, before the rest start
+            k, first = numbered.pop(0)
+            cell(k, *first)
+        with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+            for future in [pool.submit(cell, k, *c) for k, c in numbered]:
+                future.result()
+    every = sorted(previous + rows if not opts.quick else rows,
+                   key=lambda r: (r["axis"], r["lr"], ARMS.index(r["arm"]), r["seed"]))
     print(f"\n{len(rows)} runs now, {len(every)} in all ({time.perf_counter() - t0:.0f} s)")
     print(table(every))
     print()

@@ -21,15 +21,16 @@ def bench():
     return module
 
 
-def test_learning_bench_smoke_mode_runs_every_arm():
+def test_learning_bench_smoke_mode_runs_every_arm():  # two cells at a time after the first (--jobs 2)
     env = {k: v for k, v in os.environ.items() if k != "GRPO_PLUGINS"}  # the installed plugins, as a user has them
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "learning.py"), "--quick", "--arms", "bare",
-                           "denominator", "dynamic"], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                           "denominator", "dynamic", "--lrs", "1e-3", "--jobs", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT,
                           env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.split()[:1] in (["bare"], ["denominator"], ["grpo"], ["dynamic"]) and len(line.split()) == 13]
-    assert [r[0] for r in rows][-3:] == ["bare", "denominator", "dynamic"]
+    assert [r[0] for r in rows][-3:] == ["bare", "denominator", "dynamic"]  # one seed, the table in arm order
+    assert len(rows) == 6  # each cell's line as it ends, then the table
     # the budget (64 completion tokens: 8 completions x 8 tokens) stops bare and the control after one
     # step; dynamic sampling's extra rounds count toward the tokens generated
     tokens = [int(r[9]) for r in rows[-3:]]
