@@ -109,3 +109,25 @@ def test_setting(toy_plugin, tiny_model, setting, device, expected):
 
     cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.merged_sampling", setting])
     assert merged_sampling(cfg, device) == expected
+
+
+def test_training_samples_the_same_tokens_merged_or_not(toy_plugin, tiny_model, tmp_path, monkeypatch):
+    # a large learning rate, so the adapters trained at step 1 change what step 2 samples
+    import pyarrow.parquet as pq
+
+    from grpo_core.run import train
+
+    made = []
+    real = train._make_trainer
+    monkeypatch.setattr(train, "_make_trainer", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    sampled = {}
+    for setting in ("auto", "false"):
+        out = tmp_path / setting
+        cfg = load_config(TINY, ["--model.id", str(tiny_model), "--model.merged_sampling", setting,
+                                 "--learning_rate", "0.5", "--output_dir", str(out)])
+        assert train.run(cfg, log=lambda *a: None).global_step == 2
+        sampled[setting] = [pq.read_table(out / "rollouts" / f"step-00000{k}.parquet").column("completion").to_pylist()
+                            for k in (1, 2)]
+    assert made[0].sampler.merge is not None and made[1].sampler.merge is None  # auto merges on a CPU
+    assert sampled["auto"] == sampled["false"]
+    assert sampled["false"][0] != sampled["false"][1]
