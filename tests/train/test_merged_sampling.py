@@ -131,3 +131,25 @@ def test_training_samples_the_same_tokens_merged_or_not(toy_plugin, tiny_model, 
     assert made[0].sampler.merge is not None and made[1].sampler.merge is None  # auto merges on a CPU
     assert sampled["auto"] == sampled["false"]
     assert sampled["false"][0] != sampled["false"][1]
+
+
+def test_gpt2_conv1d_layers_merge():
+    # GPT-2 keeps its projections as Conv1D, weights stored (in, out): peft adapts them with fan_in_fan_out
+    from peft import LoraConfig, get_peft_model
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=2, n_positions=32, vocab_size=64))
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_fc"],
+                                             fan_in_fan_out=True, lora_dropout=0.0)).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    ids = torch.randint(0, 64, (2, 7))
+    merge = MergedLora.of(model, True)
+    assert merge is not None and len(merge.layers) == 4
+    with torch.no_grad():
+        adapted = model(ids).logits
+        with merge.merged():
+            assert torch.allclose(model(ids).logits, adapted, atol=1e-5)

@@ -11,7 +11,7 @@ the original tensors are put back, untouched (no merge and unmerge in place: tha
 leaves rounding drift in the frozen weights). What is sampled is what vLLM would
 sample from the merged weights; LoRA dropout does not apply while sampling.
 
-Only plain LoRA ``Linear`` layers merge: DoRA, LoRA bias, other variants, adapted
+Only plain LoRA ``Linear`` layers merge (over ``nn.Linear`` or GPT-2's ``Conv1D``): DoRA, LoRA bias, other variants, adapted
 embeddings, ``modules_to_save`` or quantized base weights leave sampling as it was
 (``auto``), or are named in one warning (``true``).
 """
@@ -103,8 +103,12 @@ def _unsupported(layer, linear_type) -> str | None:
 
     if type(layer) is not linear_type:
         return f"{type(layer).__name__} layers (only plain LoRA Linear layers merge)"
-    if not isinstance(layer.base_layer, torch.nn.Linear) or not layer.base_layer.weight.is_floating_point():
+    base = layer.base_layer
+    weight = getattr(base, "weight", None)
+    if not isinstance(weight, torch.Tensor) or not weight.is_floating_point():
         return "the base weights are quantized"
+    if not isinstance(base, torch.nn.Linear) and type(base).__name__ != "Conv1D":  # GPT-2's (fan_in_fan_out)
+        return f"the adapted layers are {type(base).__name__} (only Linear and Conv1D layers merge)"
     for name in layer.active_adapters:
         if getattr(layer, "use_dora", {}).get(name) or getattr(layer, "lora_bias", {}).get(name) \
                 or name in getattr(layer, "lora_variant", {}):
