@@ -93,8 +93,10 @@ class HeldoutCallback(TrainerCallback):
         try:
             if self.multi_turn is not None:
                 return accuracy(self._rolled_out(model), full_marks(self.reward))
-            groups = generation.generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows], n=1,
-                              do_sample=False, **self.sampling)
+            merge = getattr(getattr(self.trainer, "sampler", None), "merge", None)  # as training samples
+            with merge.merged() if merge is not None else contextlib.nullcontext():
+                groups = generation.generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows],
+                                             n=1, do_sample=False, **self.sampling)
         finally:
             model.train(was_training)
         texts = [g[0].text for g in groups]
