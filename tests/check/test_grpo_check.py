@@ -58,6 +58,17 @@ def test_readable_golds_pass_and_a_hedge_paying_reward_fails_a_probe(tmp_path, c
     capsys.readouterr()
 
 
+def test_a_reward_that_pays_a_sum_left_to_compute_fails_the_unevaluated_probe(tmp_path, capsys, no_model):
+    # math-verify finds "5 + 1" equal to 6: a model that restates "What is 5 + 1?" would be paid for it
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    cfg = write_config(tmp_path, rows, ["math.correctness(allow_expressions=True)"])
+    assert main(["check", str(cfg)]) == 1
+    out = capsys.readouterr().out
+    assert "unevaluated" in out and "pays it as much as the gold on 6 of 6 rows" in out
+    cfg = write_config(tmp_path, rows, ["math.correctness"])  # the default: an answer must be a value
+    assert main(["check", str(cfg)]) == 0, capsys.readouterr().out
+
+
 def test_a_reward_that_pays_a_hedge_fails_the_probes(tmp_path, capsys, register_plugin, no_model):
     import types
 

@@ -67,6 +67,33 @@ def test_trl_calling_convention_and_logging():
     assert metrics["math.correctness/timeouts"] == 0.0
 
 
+def test_arithmetic_left_undone_is_not_an_answer():
+    # what SmolLM2-135M learned on level-1 arithmetic after ~50 GRPO steps: restate the question, and
+    # let the checker do the sum ('18 + 6. The answer is "18 + 6".' was paid 1.0 for gold 24)
+    undone = ['18 + 6. The answer is "18 + 6".', "The answer is 20 + 4.", "Answer: 3 \\times 8",
+              "The answer is \\frac{48}{2}.", "Answer: x = 18 + 6", "Answer: 2^{3} \\cdot 3", "<answer>25 - 1</answer>"]
+    done = ["The answer is 24.", "18 + 6 = 24", "Answer: 24.0", "\\boxed{24}", "The answer is 1.5 \\times 10^{3}."]
+    golds = ["24"] * (len(undone) + 4) + ["1500"]
+    metrics = {}
+    out = correctness(undone + done, golds, fallback_last_number=True, workers=2,
+                      log_metric=lambda name, v: metrics.setdefault(name, v))
+    assert out == [0.0] * len(undone) + [1.0] * len(done)
+    assert metrics["math.correctness/unevaluated"] == pytest.approx(7 / 12)
+    assert correctness(undone, ["24"] * len(undone), allow_expressions=True, fallback_last_number=True,
+                       workers=2) == [1.0] * len(undone)  # the checker's own verdict: equal
+    # a fraction that is not whole is a value; an expression gold (MATH's) keeps expressions
+    assert correctness(["\\boxed{\\frac{6}{8}}", "\\boxed{1 + 1}", "\\boxed{\\sqrt{8}}"],
+                       ["0.75", "2", "2\\sqrt{2}"], workers=2) == [1.0, 0.0, 1.0]
+    assert cosine(["The answer is 20 + 4."], ["24"], workers=2) == [pytest.approx(-1.0, abs=1e-2)]  # wrong
+
+
+def test_a_power_tower_against_a_number_never_reaches_the_checker(monkeypatch):
+    from grpo_rewards_math import pool
+
+    monkeypatch.setattr(pool, "run", lambda *a, **k: pytest.fail("the checker was asked"))
+    assert correctness([r"\boxed{9^{9^{9^{9}}}}", "The answer is 3 + 4."], ["1", "7"], workers=2) == [0.0, 0.0]
+
+
 # ---------------------------------------------------------------- cosine
 
 

@@ -618,6 +618,35 @@ _UNIT_TAIL_RE = re.compile(
 _ASSIGN_RE = re.compile(r"^[A-Za-z](?:_\{?\w{1,10}\}?)?\s*=\s*")
 
 
+# arithmetic left undone: an operator between two operands, in a string of numbers and operators only
+_ARITH_OP_RE = re.compile(r"[\d.)}]\s*(?:[-+*/^]|\\times|\\cdot|\\div)\s*[-+]?\s*[\d.({\\]")
+_ARITH_ONLY_RE = re.compile(r"(?:[-+*/^().{}\s\d]|\\(?:times|cdot|div|[dt]?frac|left|right))*")
+# scientific notation is a way to write a number: 10^6, 1.5 \times 10^{3}, 10^{-3}
+_POWER_OF_TEN_RE = re.compile(
+    r"[-+]?(?:\d{1,40}(?:\.\d{1,40})?\s*(?:\\times|\\cdot|\*)\s*)?10\s*\^\s*(?:\{\s*[-+]?\d{1,4}\s*\}|[-+]?\d{1,4})"
+)
+
+
+def unevaluated(cand: str | None, gold: str | None) -> bool:
+    """True when ``cand`` leaves the arithmetic undone against a gold that is a plain
+    number (``24``, ``-0.5``): numbers joined by operators (``18 + 6``, ``3 \\times 8``,
+    ``2^{10}``, ``x = 18 + 6``) or a fraction that is a whole number (``\\frac{48}{2}``).
+    The checker would find them equal to the gold, paying a model for restating the
+    question. A plain number, a fraction that is not whole (``\\frac{6}{8}`` for 0.75),
+    scientific notation (``1.5 \\times 10^{3}``, ``10^6``), and anything with a unit, a variable
+    or words are not; nor is anything when the gold is an expression itself
+    (``2\\sqrt{3}``, ``\\frac{3}{4}``: MATH's answers)."""
+    if cand is None or gold is None or plain_decimal(gold.strip()) is None:
+        return False
+    s = _ASSIGN_RE.sub("", cand.strip()).strip()
+    if plain_decimal(s) is not None or _POWER_OF_TEN_RE.fullmatch(s):
+        return False
+    value = plain_rational(s)
+    if value is not None:
+        return value.denominator == 1
+    return bool(_ARITH_ONLY_RE.fullmatch(s)) and bool(_ARITH_OP_RE.search(s))
+
+
 def number_value(s: str | None) -> float | None:
     """The value of a math string that is a single number: ``72``, ``-0.5``,
     ``\\frac{3}{4}``, ``3/4``, ``1.5\\times 10^{3}``, with a trailing unit,

@@ -11,6 +11,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from grpo_core.text import completion_text
@@ -88,16 +89,24 @@ def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
     return None
 
 
+@dataclass
+class _Judged:
+    scores: list[float | None]  # 1.0 / 0.0 / None per completion
+    extractions: list
+    timeouts: int = 0  # items that ran out of time (now or in an earlier batch)
+    lost: int = 0  # items lost with a worker that died twice
+    unevaluated: int = 0  # answers that left the arithmetic undone (scored 0.0)
+
+
 def _judge(
     completions: Sequence,
     answer: Any,
     fallback_last_number: bool,
     timeout: float,
     workers: int | None,
-) -> tuple[list[float | None], list, int, int]:
-    """Correctness of every completion: 1.0 / 0.0 / None, the extractions, the
-    number of items that ran out of time (now or in an earlier batch) and the
-    number lost with a worker that died twice."""
+    allow_expressions: bool = False,
+) -> _Judged:
+    """Correctness of every completion, with what went wrong on the way."""
     from . import extract as ex
     from .pool import check_timeout, resolve_workers
 
@@ -107,7 +116,7 @@ def _judge(
     extractions = [ex.extract_answer(completion_text(c), fallback_last_number) for c in completions]
     results: list[float | None] = [None] * len(golds)
     pending: dict[tuple[str, str | None], list[int]] = {}
-    timeouts = 0
+    timeouts = undone = 0
     for i, (gold_obj, ext) in enumerate(zip(golds, extractions)):
         gold = ex.prepare_gold(gold_obj)
         if gold.kind == "none":
@@ -116,6 +125,10 @@ def _judge(
             results[i] = 1.0 if ex.normalize_text(ext.answer) == gold.value else 0.0
         else:
             cand = ex.to_math(ext.answer)
+            if not allow_expressions and ex.unevaluated(cand, gold.value):
+                results[i] = 0.0
+                undone += 1
+                continue
             key = (gold.value, cand)
             verdict = _fast(*key) or _cached(key)
             if verdict == TIMED_OUT:
@@ -142,7 +155,7 @@ def _judge(
                 score = 0.0
             for i in pending[key]:
                 results[i] = score
-    return results, extractions, timeouts, lost
+    return _Judged(results, extractions, timeouts, lost, undone)
 
 
 def _check(keys: list, timeout: float, workers: int | None) -> list:
@@ -158,8 +171,10 @@ def _check(keys: list, timeout: float, workers: int | None) -> list:
     return outcomes
 
 
-def _log(kwargs: dict, name: str, extractions: list, timeouts: int, lost: int = 0) -> None:
-    """Extraction failures and timeouts as TRL metrics/columns (never fails the reward)."""
+def _log(kwargs: dict, name: str, extractions: list, timeouts: int, lost: int = 0, unevaluated: int | None = None
+         ) -> None:
+    """Extraction failures, timeouts and answers left unevaluated as TRL metrics/columns
+    (never fails the reward)."""
     try:
         log_metric = kwargs.get("log_metric")
         if callable(log_metric) and extractions:
@@ -167,6 +182,8 @@ def _log(kwargs: dict, name: str, extractions: list, timeouts: int, lost: int = 
             log_metric(f"{name}/no_answer", missing / len(extractions))
             log_metric(f"{name}/timeouts", float(timeouts))
             log_metric(f"{name}/lost", float(lost))
+            if unevaluated is not None:
+                log_metric(f"{name}/unevaluated", unevaluated / len(extractions))
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
             log_extra(f"{name}/answer", [(e.answer or "")[:200] for e in extractions])
@@ -213,6 +230,7 @@ def correctness(
     fallback_last_number: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     workers: int | None = None,
+    allow_expressions: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
     """1.0 when the completion's final answer is mathematically equivalent to the gold ``answer``.
@@ -230,16 +248,22 @@ def correctness(
     equations, percentages). Word answers ("Paris", "yes") compare as
     normalized text. Plain numbers on both sides compare exactly in process.
 
+    An answer that leaves the arithmetic undone against a plain-number gold
+    (``18 + 6``, ``3 \\times 8``, ``\\frac{48}{2}`` for 24) scores 0.0: the checker
+    would find it equal, paying a model for restating the question (a model
+    trained long enough on level-1 arithmetic learns exactly that).
+    ``allow_expressions=True`` pays them; the share is logged as
+    ``math.correctness/unevaluated``.
+
     Returns 1.0 / 0.0, or None when the gold cannot be parsed (never 1.0 for
     an unparseable gold). Each check runs in the worker pool under ``timeout``
     seconds; an item past it (or whose worker died) scores 0.0 and the batch
     still completes. ``workers``: pool size (default ``GRPO_MATH_WORKERS`` or
     CPUs per process on the host).
     """
-    scores, extractions, timeouts, lost = _judge(
-        completions, answer, fallback_last_number, timeout, workers
-    )
-    _log(kwargs, "math.correctness", extractions, timeouts, lost)
+    judged = _judge(completions, answer, fallback_last_number, timeout, workers, allow_expressions)
+    scores = judged.scores
+    _log(kwargs, "math.correctness", judged.extractions, judged.timeouts, judged.lost, judged.unevaluated)
     return scores
 
 
@@ -262,6 +286,7 @@ def cosine(
     fallback_last_number: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     workers: int | None = None,
+    allow_expressions: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
     """``math.correctness`` scaled by completion length on a cosine schedule (shorter correct answers earn more).
@@ -287,10 +312,9 @@ def cosine(
     if max_len <= 0:
         raise ValueError(f"max_len={max_len!r} must be a positive length (tokens).")
     lengths = _lengths(completions, kwargs.get("completion_ids"), unit)
-    scores, extractions, timeouts, lost = _judge(
-        completions, answer, fallback_last_number, timeout, workers
-    )
-    _log(kwargs, "math.cosine", extractions, timeouts, lost)
+    judged = _judge(completions, answer, fallback_last_number, timeout, workers, allow_expressions)
+    scores = judged.scores
+    _log(kwargs, "math.cosine", judged.extractions, judged.timeouts, judged.lost, judged.unevaluated)
     out: list[float | None] = []
     for score, length in zip(scores, lengths):
         if score is None:
@@ -347,6 +371,7 @@ def kimi_length(
     fallback_last_number: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     workers: int | None = None,
+    allow_expressions: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
     """Kimi 1.5's length reward (open-r1's ``length``): shortest of the batch +0.5, longest -0.5, wrong never above 0.
@@ -373,10 +398,9 @@ def kimi_length(
     if group_by not in ("batch", "prompt"):
         raise ValueError(f"group_by must be 'batch' or 'prompt', got {group_by!r}.")
     lengths = _lengths(completions, kwargs.get("completion_ids"), unit)
-    scores, extractions, timeouts, lost = _judge(
-        completions, answer, fallback_last_number, timeout, workers
-    )
-    _log(kwargs, "math.kimi_length", extractions, timeouts, lost)
+    judged = _judge(completions, answer, fallback_last_number, timeout, workers, allow_expressions)
+    scores = judged.scores
+    _log(kwargs, "math.kimi_length", judged.extractions, judged.timeouts, judged.lost, judged.unevaluated)
     out: list[float | None] = [None] * len(completions)
     for members in _groups(kwargs.get("prompts"), len(completions), group_by):
         low = min(lengths[i] for i in members)

@@ -1,6 +1,6 @@
 """The completions grpo check scores, made from a dataset row: the gold answer in the
 answer layout the prompt asks for, and the reward-hacking probes (hedges, lists, negations,
-retractions, format-only answers), each a :class:`Probe`."""
+retractions, sums left to compute, format-only answers), each a :class:`Probe`."""
 
 from __future__ import annotations
 
@@ -87,6 +87,21 @@ def shifted(gold: str) -> str:
     return "".join(move(ch) for ch in gold)
 
 
+def unevaluated_sum(gold: str) -> str:
+    """The gold as a sum left to compute (24 -> ``23 + 1``, 2.5 -> ``1.5 + 1``): what a
+    model that restates the question answers. For a gold that is not a plain number,
+    :func:`shifted` (a wrong answer)."""
+    from decimal import Decimal, InvalidOperation
+
+    text = gold.strip().replace(",", "")
+    if re.fullmatch(r"[-+]?\d{1,30}(?:\.\d{1,30})?", text):
+        try:
+            return f"{Decimal(text) - 1} + 1"
+        except InvalidOperation:
+            pass
+    return shifted(gold)
+
+
 def _numbers(text: str) -> list[str]:
     return re.findall(r"-?\d+(?:\.\d+)?", text)[:20]
 
@@ -113,6 +128,8 @@ PROBES: list[Probe] = [
     Probe("negated", "'not gold'", lambda r: r.fill(f"not {r.gold}")),
     Probe("retracted", "the gold, then retracted in the answer",
           lambda r: r.fill(f"{r.gold}. No, wait, that is wrong: {r.wrong}")),
+    Probe("unevaluated", "the gold as a sum left to compute (23 + 1 for 24)",
+          lambda r: r.fill(unevaluated_sum(r.gold))),
     Probe("gold_in_reasoning", "the gold in the reasoning, a wrong final answer",
           lambda r: r.fill(r.wrong, reasoning=f"The answer is {r.gold}.")),
     Probe("repeated_blocks", "the right completion five times over", lambda r: "\n".join([r.fill(r.gold)] * 5),

@@ -115,8 +115,15 @@ def _hedge_text(h: HedgePaid, n: int) -> str:
     """Why a reward that reads answers fails on the probes it pays, and what to do."""
     probes = ", ".join(h.probes)
     if h.correctness:
-        return (f"{h.name}, a correctness reward, pays {probes} as much as the gold: it pays a hedge like a right "
-                f"answer; make it read the one final answer (math.correctness does).")
+        what = []
+        if set(h.probes) - {"unevaluated"}:
+            what.append("it pays a hedge like a right answer; make it read the one final answer (math.correctness "
+                        "does)")
+        if "unevaluated" in h.probes:
+            what.append("it pays a sum left to compute like its value, so a model that restates the question "
+                        "is paid; make it pay only a computed value (math.correctness does, unless "
+                        "allow_expressions=True)")
+        return f"{h.name}, a correctness reward, pays {probes} as much as the gold: {'; and '.join(what)}."
     return (f"{h.name} reads the answer (it pays the gold {h.gold:.2f} and a wrong answer written the same way "
             f"{h.wrong:.2f}, above it on {h.rows} of {n} rows) and pays {probes} as much as the gold: declared a "
             f"correctness reward or not, it would teach the model to hedge. Make it read the one final answer; "
