@@ -22,7 +22,8 @@ arm's best rate. A full sweep takes an hour or more on 2 cores: ``--results FILE
 appends each finished cell and skips those already there, so it can run one cell at a
 time (``--arms dynamic --lrs 1e-3 --seeds 2``) and the table covers them all (one file per
 config: the base model is evaluated once, for the first cell on its number of prompts).
-``--jobs 2`` runs two cells at once, each on half the cores.
+``--jobs 2`` runs two cells at once, each on half the cores; ``--keep DIR`` keeps every
+cell's run (to evaluate it again, or read its rollouts).
 
     python bench/learning.py --results bench/learning.jsonl                # the config's lr, 3 seeds
     python bench/learning.py --results r.jsonl --lrs 5e-4 1e-3 2e-3 --axis steps --steps 12
@@ -180,7 +181,7 @@ def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict, base: float 
     """One cell: ``arm`` at learning rate ``lr`` and ``seed``, trained to the token budget
     (``--axis tokens``) or for ``--steps`` optimizer steps (``--axis steps``), then evaluated
     (the base model too, unless its accuracy ``base`` on these prompts is known)."""
-    out = tmp / f"{arm}-{lr:g}-{seed}"
+    out = tmp / f"{opts.axis}-{arm}-{lr:g}-{seed}"
     budget, max_steps = (opts.budget, opts.max_steps) if opts.axis == "tokens" else (0, opts.steps)
     # merged sampling off: the arms differ only in what they test (bare TRL samples from peft's layers)
     common = ["--seed", str(seed), "--learning_rate", str(lr), "--lr_scheduler_type", "constant_with_warmup",
@@ -274,6 +275,9 @@ def _options():
     parser.add_argument("--results", type=Path, default=None,
                         help="a JSONL file: each finished cell is appended, cells already in it are skipped "
                              "(run one cell at a time, or resume), and the table covers all of it")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep each cell's run (adapter, metrics, rollouts) in this folder, as "
+                             "AXIS-ARM-LR-SEED (default: a temporary folder, removed at the end)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="cells run at once, each with OMP_NUM_THREADS = cores / jobs (accuracy is what they "
                              "compare; their s/step then reads the shared machine)")
@@ -309,7 +313,8 @@ def main() -> None:
     rows: list[dict] = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grpo-learning-") as tmp:
-        tmp = Path(tmp)
+        tmp = Path(tmp) if opts.keep is None else opts.keep
+        tmp.mkdir(parents=True, exist_ok=True)
         if opts.quick:
             _quick(opts, tmp)
         cells = [(arm, lr, seed) for seed in opts.seeds for lr in lrs for arm in opts.arms
