@@ -59,7 +59,14 @@ def trl_dir(tmp_path, monkeypatch, tiny_model):
 
 
 def test_a_trl_grpo_config_trains_unchanged(grpo, trl_dir):
+    # TRL's accuracy_reward (math-verify) pays '23 + 1' for a gold of 24, a sum the model left
+    # undone: the check stops the run on it, naming the reward, the probe and the way past it
     code, out, err = grpo("trl.yaml", model=False, out=trl_dir / "out")
+    assert code == 2 and "--no-check skips" in err
+    assert "unevaluated" in out and "FAIL accuracy_reward, a correctness reward, pays unevaluated" in out
+    assert "think_format_reward" not in out.split("FAIL", 1)[1]  # TRL's format reward is not blamed
+    assert not (trl_dir / "out" / "adapter").exists()
+    code, out, err = grpo("trl.yaml", "--no-check", model=False, out=trl_dir / "out")
     assert code == 0, err
     resolved = yaml.safe_load((trl_dir / "out" / "config.yaml").read_text())
     assert resolved["lora"]["r"] == 4 and resolved["lora"]["target_modules"] == ["q_proj", "v_proj"]
