@@ -81,6 +81,16 @@ def test_a_trl_grpo_config_trains_unchanged(grpo, trl_dir):
     assert (trl_dir / "out" / "adapter" / "adapter_config.json").is_file()
 
 
+def test_math_correctness_takes_accuracy_rewards_place_in_a_trl_config(installed_plugins, grpo, trl_dir):
+    # the fix the check names: TRL's solution column is also the gold answer grpo's rewards read
+    text = (trl_dir / "trl.yaml").read_text().replace("accuracy_reward,", "math.correctness,")
+    (trl_dir / "fixed.yaml").write_text(text)
+    code, out, err = grpo("fixed.yaml", model=False, out=trl_dir / "out")
+    assert code == 0, err
+    steps = step_records(trl_dir / "out" / "metrics.jsonl")
+    assert len(steps) == 2 and "rewards/math.correctness/mean" in steps[0]
+
+
 def test_trl_flags_on_the_command_line(trl_dir, tiny_model):
     cfg = load_config(None, ["--model_name_or_path", str(tiny_model), "--dataset_name", "data.jsonl",
                              "--reward_funcs", "accuracy_reward", "my_rewards.has_digit", "--use_peft",

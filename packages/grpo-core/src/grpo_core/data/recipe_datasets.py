@@ -18,7 +18,16 @@ def trl_dataset(split: str = "train", dataset_name: str | None = None, dataset_c
                 streaming: bool = False, datasets: list | None = None, test_split_size: float | None = None):
     """A dataset as `trl grpo` loads it: ``dataset_name`` (a hub id, a local folder,
     or a .jsonl/.json/.csv/.parquet file) with ``dataset_config``, or a ``datasets``
-    mixture (TRL's DatasetMixtureConfig). Rows keep TRL's ``prompt`` column."""
+    mixture (TRL's DatasetMixtureConfig). Rows keep TRL's ``prompt`` column, and a
+    ``solution`` (what TRL's accuracy_reward reads) is also the gold ``answer`` grpo's
+    rewards read (its last ``\\boxed{}``, else the whole text) unless the rows have one."""
+    ds = _trl_rows(split, dataset_name, dataset_config, streaming, datasets, test_split_size)
+    if "solution" in ds.column_names and "answer" not in ds.column_names:
+        ds = ds.map(lambda batch: _gold({"answer": batch["solution"]}), batched=True, desc="Reading the gold answers")
+    return ds
+
+
+def _trl_rows(split, dataset_name, dataset_config, streaming, datasets, test_split_size):
     import datasets as hf
 
     if streaming:
