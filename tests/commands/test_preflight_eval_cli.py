@@ -113,6 +113,24 @@ def test_eval_reports_base_trained_and_delta(toy, tiny_model, lora_adapter, tmp_
     assert set(alone["delta"].values()) == {None}
     printed = capsys.readouterr().out
     assert "with the base model" not in printed and "with the trained model" in printed
+    # the grpo train output directory (holding adapter/) names the same weights
+    run_dir = lora_adapter.parent
+    assert main(["eval", str(cfg), "--checkpoint", str(run_dir), "--limit", "4", "--no-base"]) == 0
+    assert json.loads((lora_adapter / "eval.json").read_text())["trained"] == trained
+
+
+@pytest.mark.parametrize("saved", ["adapter", "model", "final"])
+def test_a_run_directory_names_the_weights_it_saved(tmp_path, saved):
+    from grpo_core.run.generation import run_weights
+
+    marker = "adapter_config.json" if saved == "adapter" else "config.json"
+    (tmp_path / "checkpoint-2").mkdir()  # a checkpoint folder is not the run's final weights
+    (tmp_path / "checkpoint-2" / "config.json").write_text("{}")
+    (tmp_path / saved).mkdir()
+    assert run_weights(tmp_path) == tmp_path  # an empty adapter/ or model/ is not weights
+    (tmp_path / saved / marker).write_text("{}")
+    assert run_weights(tmp_path) == tmp_path / saved
+    assert run_weights(tmp_path / saved) == tmp_path / saved
 
 
 def test_eval_rejects_a_checkpoint_of_another_base(toy, tiny_model, tmp_path, capsys):

@@ -19,6 +19,7 @@ from grpo_core.run.generation import (
     check_matches_base,
     is_adapter_dir,
     load_policy,
+    run_weights,
 )
 from grpo_core.run.prepare import prepare, sampling_settings
 
@@ -116,6 +117,7 @@ def run(args) -> int:
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
+    args.checkpoint = run_weights(args.checkpoint)  # a grpo train output dir: the weights it saved
     _check_checkpoint(args.checkpoint, cfg.model.id)
     split = args.split or cfg.dataset.eval_split or "test"
     p = prepare(cfg, check=False, eval_split=split, verbose=args.verbose)  # held-out prompts as training prompts them

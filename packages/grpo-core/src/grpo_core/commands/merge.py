@@ -6,7 +6,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.commands import SUMMARIES
-from grpo_core.run.generation import is_adapter_dir, load_policy
+from grpo_core.run.generation import is_adapter_dir, load_policy, run_weights
 
 
 def add_parser(sub) -> None:
@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
 def merge_adapter(adapter: Path, output: Path, base: str | None = None, dtype: str = "auto", log=print) -> Path:
     if not adapter.is_dir():
         raise GrpoError(f"{adapter} is not a directory; give the adapter directory of a grpo train run.")
+    adapter = run_weights(adapter)
     if not is_adapter_dir(adapter):
         hint = " It holds a full model: nothing to merge." if (adapter / "config.json").is_file() else ""
         raise GrpoError(f"{adapter} has no adapter_config.json, so it is not a LoRA adapter.{hint}")

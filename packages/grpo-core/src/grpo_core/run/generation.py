@@ -33,6 +33,19 @@ def is_adapter_dir(path: str | Path) -> bool:
     return (Path(path) / "adapter_config.json").is_file()
 
 
+def run_weights(path: str | Path) -> Path:
+    """The trained weights a path names: the path itself when it holds an adapter or a
+    model, else the ones a ``grpo train`` output directory holds (``adapter``, ``model``,
+    or a staged run's ``final``); unchanged when it holds none (the caller says so)."""
+    path = Path(path).expanduser()
+    if path.is_dir() and not is_adapter_dir(path) and not (path / "config.json").is_file():
+        for name in ("adapter", "model", "final"):
+            inner = path / name
+            if is_adapter_dir(inner) or (inner / "config.json").is_file():
+                return inner
+    return path
+
+
 def adapter_base(path: str | Path) -> str:
     """The base model an adapter was trained on (from its adapter_config.json)."""
     cfg = json.loads((Path(path) / "adapter_config.json").read_text())
@@ -70,7 +83,7 @@ def load_policy(path_or_id: str, *, base: str | None = None, dtype: str = "auto"
     adapter's saved tokenizer already carries the one it was trained with."""
 
     device = device or default_device()
-    path = Path(path_or_id).expanduser()
+    path = run_weights(path_or_id)
     if path.is_dir() and not is_adapter_dir(path) and not (path / "config.json").is_file():
         raise GrpoError(
             f"{path} holds neither an adapter (adapter_config.json) nor a model (config.json); "
