@@ -81,9 +81,14 @@ def watch_training(monkeypatch):
         if "ref_per_token_logps" in inputs:
             ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
             mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-            with torch.no_grad(), self.accelerator.unwrap_model(self.model).disable_adapter():
-                ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask,
-                                                                    inputs["completion_ids"].size(1))
+            with torch.no_grad():
+                if self.ref_model is not None:  # full fine-tuning: TRL's frozen copy of the starting model
+                    ref, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, mask,
+                                                                        inputs["completion_ids"].size(1))
+                else:
+                    with self.accelerator.unwrap_model(self.model).disable_adapter():
+                        ref, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, mask,
+                                                                            inputs["completion_ids"].size(1))
             on = inputs["completion_mask"].bool()
             seen["ref_gap"].append((step, float((ref[on] - inputs["ref_per_token_logps"][on]).abs().max())))
         return original(self, model, inputs, *args, **kwargs)
@@ -126,6 +131,20 @@ def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, 
         trained = sorted({(r["round"], r["group"]) for r in rows if r["trained"]})
         assert trained == odd[:2]
     # each trained row's reference log-probs are the base model's on that row
+    assert [s for s, _ in seen["ref_gap"]] == [1, 2, 3]
+    assert all(gap < 1e-4 for _, gap in seen["ref_gap"]), seen["ref_gap"]
+
+
+def test_full_fine_tuning_trains_on_the_reference_models_log_probs_of_the_picked_rows(grpo, parity_reward, tmp_path,
+                                                                                       monkeypatch):
+    """No adapters: the reference is TRL's frozen copy of the starting model, run once on
+    the batch trained (the learning rate moves the trained copy away from it)."""
+    seen = watch_training(monkeypatch)
+    code, out, err = grpo(TINY, *ARGS, "--sampling.dynamic", "true", "--sampling.max_rounds", "8", "--beta", "0.04",
+                          "--lora.enabled", "false", "--learning_rate", "0.05")
+    assert code == 0, out + err
+    metrics = steps_of(tmp_path / "out" / "metrics.jsonl")
+    assert any(s["sampling/rounds"] > 1 for s in metrics) and metrics[-1]["kl"] > 0
     assert [s for s, _ in seen["ref_gap"]] == [1, 2, 3]
     assert all(gap < 1e-4 for _, gap in seen["ref_gap"]), seen["ref_gap"]
 

@@ -98,9 +98,12 @@ class _FakeTrainer:
         self._logs: dict = {}
         self.logged = defaultdict(list)  # TRL's metrics until its next log
         self.trained_rewards = None
+        self.references: list[bool] = []  # each round's reference=
+        self.referenced: list[list] = []  # the completion ids of each batch given reference log-probs
 
-    def score_round(self, batch, round_):
+    def score_round(self, batch, round_, reference=True):
         self.batches.append(batch)
+        self.references.append(reference)
         self._logs = {"rewards": {"a": self.scores[round_]}}
         flat = [len(set(self.scores[round_][i:i + 2])) == 1 for i in range(0, len(batch), 2)]
         self.logged["frac_reward_zero_std"].append(sum(flat) / len(flat))  # as TRL logs each round
@@ -122,6 +125,10 @@ class _FakeTrainer:
     def set_batch_rewards(self, rewards):
         self.trained_rewards = rewards
 
+    def reference_logps(self, batch):
+        self.referenced.append(batch["completion_ids"].tolist())
+        return -batch["completion_ids"].float()  # a stand-in: minus each token id
+
 
 def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
     """Groups of 2, 2 places. Round 0: group 0 flat (1, 1), group 1 spread (0, 1); round 1
@@ -142,6 +149,10 @@ def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
     assert trainer.logged["frac_reward_zero_std"] == [0.0]
     assert trainer.logged["sampling/all_rounds/frac_reward_zero_std"] == [0.5]
     assert trainer.trained_rewards == {"a": [0.0, 1.0, 1.0, 0.0]}  # what adaptive weights read
+    # the reference model runs once, on the 4 rows trained, not on each round's 4 (2 of them dropped)
+    assert trainer.references == [False, False]
+    assert trainer.referenced == [out["completion_ids"].tolist()]
+    assert out["ref_per_token_logps"].tolist() == [[-2.0] * 3, [-3.0] * 3, [-12.0, -12.0, 1.0], [-13.0, -13.0, 1.0]]
 
 
 def test_one_round_with_enough_returns_trls_batch_as_it_was():
@@ -149,6 +160,8 @@ def test_one_round_with_enough_returns_trls_batch_as_it_was():
     dyn = DynamicSampling(DynamicSettings(max_rounds=3), [{"prompt": "q"}] * 2, group_size=2, local_batch=4, seed=0)
     out = dyn.generate(trainer, [{"prompt": "q"}] * 4)
     assert "num_items_in_batch" not in out and out["completion_ids"].shape == (4, 2)
+    assert trainer.references == [False] and trainer.referenced == [[[0, 0], [1, 1], [2, 2], [3, 3]]]
+    assert out["ref_per_token_logps"].tolist() == [[0.0] * 2, [-1.0] * 2, [-2.0] * 2, [-3.0] * 2]
     assert trainer.recorded["sampling/rounds"] == 1.0 and dyn.stream.position == 0
 
 

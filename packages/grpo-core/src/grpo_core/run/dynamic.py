@@ -27,6 +27,8 @@ flat share trained on is logged.
   and ``/std``), which the health checks, the divergence alarm and adaptive weights
   read, are the trained batch's; the same figures over every round generated, dropped
   groups included, are logged apart as ``sampling/all_rounds/<figure>``.
+- The reference model's log-probs (beta > 0) are computed once, for the batch
+  trained, not for every round: a dropped group costs its generation and scoring only.
 
 verl (``algorithm.filter_groups``), ms-swift (``--dynamic_sample``) and the DAPO
 paper do the same on their own trainers; TRL has no such option (#3708).
@@ -200,7 +202,7 @@ class DynamicSampling:
         names, weights = list(trainer.reward_func_names), trainer.reward_weights.tolist()
         for round_ in range(self.settings.max_rounds):
             batch = inputs if round_ == 0 else self.fresh(local, procs, me)
-            outputs.append(trainer.score_round(batch, round_))
+            outputs.append(trainer.score_round(batch, round_, reference=False))
             logs = trainer.last_batch_logs()
             scores.append({n: list(logs["rewards"][n]) for n in names})
             flags.append(self.flat(logs, names, weights))
@@ -218,10 +220,14 @@ class DynamicSampling:
         for name, value in metrics(flags, chosen, local, procs).items():
             trainer.record_metric(f"sampling/{name}", value)
         if len(outputs) == 1:
-            return outputs[0]
-        out = merge(outputs, chosen[me][0], g, trainer.text_tokenizer.pad_token_id)
-        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
-        out["num_items_in_batch"] = trainer.accelerator.gather(mask.sum()).sum()
+            out = outputs[0]
+        else:
+            out = merge(outputs, chosen[me][0], g, trainer.text_tokenizer.pad_token_id)
+            mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+            out["num_items_in_batch"] = trainer.accelerator.gather(mask.sum()).sum()
+        reference = trainer.reference_logps(out)  # once, for the rows trained (beta > 0)
+        if reference is not None:
+            out["ref_per_token_logps"] = reference
         return out
 
     def flat(self, logs: dict, names: Sequence[str], weights: Sequence[float]) -> list[bool]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
+from trl.trainer.utils import use_adapter
 
 from grpo_core.run import reward_columns
 from grpo_core.run.dynamic import DynamicSampling
@@ -36,7 +37,8 @@ from grpo_core.run.rollout_log import RolloutLog
 # methods overridden or called, attributes read or set
 PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_grad_norm", "_save_checkpoint",
            "_get_output_dir", "_load_optimizer_and_scheduler", "_get_learning_rate", "_prepare_inputs",
-           "_buffered_inputs", "_step", "_logs", "_metrics", "_environment_pool", "_tokenizer")
+           "_buffered_inputs", "_step", "_logs", "_metrics", "_environment_pool", "_tokenizer",
+           "_get_per_token_logps_and_entropies")
 
 
 class GrpoTrainer(GRPOTrainer):
@@ -113,20 +115,45 @@ class GrpoTrainer(GRPOTrainer):
 
     # ---------------------------------------------------------------- what the rest of grpo calls
 
-    def score_round(self, inputs: list[dict], round_: int = 0) -> dict:
+    def score_round(self, inputs: list[dict], round_: int = 0, reference: bool = True) -> dict:
         """TRL's generation and scoring of one batch (``round_``: dynamic sampling's
-        extra rounds), logged to the rollout log in training."""
+        extra rounds), logged to the rollout log in training. ``reference=False`` leaves
+        out the reference model's log-probs (beta > 0): dynamic sampling computes them once,
+        for the batch it trains (:meth:`reference_logps`), not for groups it drops."""
         training = self.model.training
         if training:
             self.clear_batch_logs()  # TRL's batch logs then hold this batch only
             if round_ == 0:
                 self._batch_rewards = None
-        out = super()._generate_and_score_completions(inputs)
+        beta = self.beta
+        if not reference:
+            self.beta = 0.0  # TRL's one use of it while scoring: whether to run the reference model
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self.beta = beta
         if training:
             self.generations += 1
             if self.rollout_log is not None:
                 self.rollout_log.collect(self, inputs, out, round_)
         return out
+
+    @torch.no_grad()
+    def reference_logps(self, batch: dict) -> torch.Tensor | None:
+        """The reference model's per-token log-probs of a text batch of TRL's shape, as TRL
+        computes them while scoring (the reference model, else the adapters disabled or the
+        ``ref`` adapter); None when beta is 0 (TRL uses none)."""
+        if self.beta == 0.0:
+            return None
+        ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        args = (ids, mask, batch["completion_ids"].size(1))
+        size = self.args.per_device_train_batch_size
+        if self.ref_model is not None:
+            return self._get_per_token_logps_and_entropies(self.ref_model, *args, batch_size=size)[0]
+        model = self.accelerator.unwrap_model(self.model)
+        with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
+            return self._get_per_token_logps_and_entropies(self.model, *args, batch_size=size)[0]
 
     def learning_rate(self) -> float:
         return self._get_learning_rate()
