@@ -160,3 +160,23 @@ def test_listing_and_help_import_neither_torch_nor_trl(site):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "HEAVY []" in out.stderr, out.stderr
+
+
+def test_a_plugin_registered_again_under_the_same_name_is_seen_afresh(register_plugin, monkeypatch):
+    """Tests (and long-lived processes) unregister a plugin and register another object
+    under the same name: the rewards listed are the new one's, also when the new module
+    sits where the old one was freed (CPython reuses the address: a cache keyed on id()
+    served the old rewards, a flaky 'unknown reward' in tests/check). Every object here
+    gets one id, as if each landed at the same address."""
+    import types
+
+    import grpo_core
+    from grpo_core.plugin import plugins, registry
+
+    monkeypatch.setattr(registry, "id", lambda obj: 1, raising=False)
+    for k in range(3):
+        mod = types.ModuleType("acme_again")
+        mod.register_rewards = grpo_core.hookimpl(lambda register, k=k: register(f"acme.r{k}", lambda c, **kw: [0.0]))
+        register_plugin(mod, name="acme_again")
+        assert f"acme.r{k}" in registry.rewards() and f"acme.r{k - 1}" not in registry.rewards(), k
+        plugins.pm.unregister(name="acme_again")

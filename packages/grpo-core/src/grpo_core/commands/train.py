@@ -68,8 +68,22 @@ def run(args) -> int:
     if args.dry_run:
         return _dry_run(cfg, check=not args.no_check, verbose=args.verbose)
 
-    result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check, verbose=args.verbose)
+    try:
+        result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check,
+                       verbose=args.verbose)
+    finally:
+        _close_process_group()
     return result.exit_code  # 130 Ctrl-C, 143 SIGTERM (checkpoint saved), 1 non-finite stop
+
+
+def _close_process_group() -> None:
+    """Under accelerate launch, close torch.distributed's process group before the process
+    exits, as accelerate's ``end_training`` does: left to the interpreter's teardown, a
+    gloo process group's threads can abort the process after a finished run (seen once in
+    CI: "terminate called without an active exception", exit -6 after the last step)."""
+    dist = getattr(sys.modules.get("torch"), "distributed", None)  # torch is loaded by training, if at all
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def print_notes(cfg) -> None:
