@@ -4,9 +4,9 @@ correctness, 3 rounds at most) for ``--steps`` steps, alternating the two ways, 
 each, in this one process. ``per-round`` is how it was done before: TRL runs the reference
 model on every round it scores, dropped groups included, and the merged batch carries the
 picked rows' values. Both sample and train the same thing, so the check compares every
-step's logged rewards and rounds (they must be equal) and KL (equal up to rounding); the figure is training wall time
-(held-out accuracy, grpo check and checkpoints off), best of the runs, and the ratio
-once / per-round, with the rows the reference model ran on.
+step's logged rewards and rounds (they must be equal) and KL (equal up to rounding).
+The figure is training wall time (held-out accuracy, grpo check and checkpoints off),
+best of the runs, and the ratio once / per-round, with the rows the reference model ran on.
 
     python bench/dynamic_reference.py [--steps 6] [--runs 2] [--config examples/quickstart.yaml]
     python bench/dynamic_reference.py --tiny      # a tiny random model: a smoke test
@@ -76,7 +76,8 @@ def one_run(config: Path, steps: int, out: Path, overrides: list[str], old: bool
     rows: list[int] = []
     with counting(rows), (per_round() if old else contextlib.nullcontext()):
         t0 = time.perf_counter()
-        result = run(load_config(config, argv), check=False, log=lambda line: None, overwrite=True, stream=io.StringIO())
+        result = run(load_config(config, argv), check=False, log=lambda line: None, overwrite=True,
+                     stream=io.StringIO())
         seconds = time.perf_counter() - t0
     assert result.global_step == steps, result
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -151,13 +151,12 @@ def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: d
     plugin (tests do) builds it anew.
     """
     plugins.load_plugins()
-    # the plugin objects themselves (compared by identity), not their id(): a plugin
-    # registered anew under the same name can sit at the address a freed one had
+    # the plugin objects themselves (a module compares by identity), not their id(): a
+    # plugin registered anew under the same name can sit at the address a freed one had
     key = tuple((name, plugin, plugins.plugin_info(name).distribution)
                 for name, plugin in plugins.pm.list_name_plugin())
     cached = _CACHE.get(hook_name)
-    if cached is not None and len(cached[0]) == len(key) and all(
-            a[0] == b[0] and a[1] is b[1] and a[2] == b[2] for a, b in zip(cached[0], key)):
+    if cached is not None and cached[0] == key:
         return cached[1]
     registry = _collect(hook_name, kind, dotted, validate, extras or {})
     _CACHE[hook_name] = (key, registry)
