@@ -29,7 +29,7 @@ FIGURES = ("reward", "kl", "sampling/rounds")
 @contextlib.contextmanager
 def per_round():
     """The old way: every round scored with the reference model, nothing computed after."""
-    from grpo_core.run.trainer import GrpoTrainer
+    from grpo_core.trainer.trainer import GrpoTrainer
 
     score, reference = GrpoTrainer.score_round, GrpoTrainer.reference_logps
     GrpoTrainer.score_round = lambda self, inputs, round_=0, reference=True: score(self, inputs, round_, True)
@@ -43,7 +43,7 @@ def per_round():
 @contextlib.contextmanager
 def counting(rows: list[int]):
     """Counts the rows each reference forward runs on (the adapters off, or TRL's ref_model)."""
-    from grpo_core.run.trainer import GrpoTrainer
+    from grpo_core.trainer.trainer import GrpoTrainer
 
     original = GrpoTrainer._get_per_token_logps_and_entropies
 

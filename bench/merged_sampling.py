@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="a tiny random model, 2 runs: a smoke test")
     opts = parser.parse_args()
 
-    from grpo_core.run.merged_lora import MergedLora
+    from grpo_core.trainer.merged_lora import MergedLora
 
     with tempfile.TemporaryDirectory() as tmp:
         if opts.tiny:

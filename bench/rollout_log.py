@@ -1,5 +1,5 @@
 """The rollout log's cost per step: building and writing a step's records as the
-trainer does (grpo_core.run.rollout_log.rows + write), for the CPU quickstart's batch
+trainer does (grpo_core.trainer.rollout_log.rows + write), for the CPU quickstart's batch
 and for the GPU benchmark's, as a share of the step each rides on.
 
     python bench/rollout_log.py [--repeat 30]
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grpo_core.run import rollout_log
+from grpo_core.trainer import rollout_log
 
 BATCHES = {  # name: (completions, characters each, the step it rides on in seconds)
     "CPU quickstart (8 x ~150 chars)": (8, 150, 6.0),

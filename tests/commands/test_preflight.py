@@ -9,7 +9,7 @@ import pytest
 
 import grpo_core
 from grpo_core.checks import preflight
-from grpo_core.run.generation import Completion, generate
+from grpo_core.trainer.generation import Completion, generate
 
 
 def strict_tags(completions, **kwargs):
@@ -46,7 +46,7 @@ def toy(register_plugin):
 
 @pytest.fixture(scope="module")
 def sampled(tiny_model):
-    from grpo_core.run.generation import load_policy
+    from grpo_core.trainer.generation import load_policy
 
     model, tok = load_policy(str(tiny_model))
     prompts = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(4)]

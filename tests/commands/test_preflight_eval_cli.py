@@ -121,7 +121,7 @@ def test_eval_reports_base_trained_and_delta(toy, tiny_model, lora_adapter, tmp_
 
 @pytest.mark.parametrize("saved", ["adapter", "model", "final"])
 def test_a_run_directory_names_the_weights_it_saved(tmp_path, saved):
-    from grpo_core.run.generation import run_weights
+    from grpo_core.trainer.generation import run_weights
 
     marker = "adapter_config.json" if saved == "adapter" else "config.json"
     (tmp_path / "checkpoint-2").mkdir()  # a checkpoint folder is not the run's final weights

@@ -40,7 +40,7 @@ def test_held_out_rollouts_leave_trainings_own_sampling_as_it_was(grpo, tool_tok
     """Building the rollouts' trainer reseeds the random generators: the held-out evaluation puts
     them back, so a run samples the same completions with it and without it. The script leaves
     '2 ** 10' to the model (sampled), and 16 tokens cut every completion short."""
-    from grpo_core.run import rollout_log
+    from grpo_core.trainer import rollout_log
 
     config = write_config(tmp_path / "python.yaml", CONFIG.replace("max_completion_length: 128",
                                                                    "max_completion_length: 16"))

@@ -47,7 +47,7 @@ def test_python_environment_runs_the_model_code_and_shows_it_the_result(grpo, to
 def test_guess_number_takes_several_turns_and_scores_itself(grpo, tool_tokenizer, tmp_path, monkeypatch):
     import torch
 
-    from grpo_core.run.trainer import GrpoTrainer
+    from grpo_core.trainer.trainer import GrpoTrainer
 
     config = write_config(tmp_path / "guess.yaml", COMMON + """
 dataset: {name: toy_guess}
@@ -112,7 +112,7 @@ max_completion_length: 256
 
 def test_dynamic_sampling_generates_fresh_environment_rollouts_until_the_rounds_run_out(grpo, tool_tokenizer,
                                                                                          tmp_path):
-    from grpo_core.run import rollout_log
+    from grpo_core.trainer import rollout_log
 
     _, out = train_python(grpo, tool_tokenizer, tmp_path, "sampling: {dynamic: {max_rounds: 2}}\n")
     # the scripted policy is always right: every group is flat, so each step makes both rounds

@@ -140,7 +140,7 @@ def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_p
     assert [s["sampling/flat_share_trained"] for s in steps] == [0.0, 0.0, 0.0]
     assert sum(s["sampling/rounds"] for s in steps) == len(calls[0]) > 3  # one scoring call per round; some step redrew
     assert all(s["sampling/groups_generated"] == 2 * s["sampling/rounds"] for s in steps)
-    from grpo_core.run import rollout_log
+    from grpo_core.trainer import rollout_log
 
     log = rollout_log.read(out).to_pylist()  # the main process wrote both processes' completions
     assert len(log) == 4 * 2 * len(calls[0])

@@ -9,8 +9,8 @@ import types
 import pytest
 
 import grpo_core
-from grpo_core.run import rollout_log
-from grpo_core.run.dynamic import PromptStream, choose, flat_groups
+from grpo_core.trainer import rollout_log
+from grpo_core.trainer.dynamic import PromptStream, choose, flat_groups
 
 from .conftest import TINY
 
@@ -65,7 +65,7 @@ def watch_training(monkeypatch):
 
     import torch
 
-    from grpo_core.run.trainer import GrpoTrainer
+    from grpo_core.trainer.trainer import GrpoTrainer
 
     seen = {"rows": [], "ref_gap": []}
     original = GrpoTrainer.compute_loss
@@ -292,7 +292,7 @@ def test_dynamic_sampling_applies_to_every_stage(grpo, parity_reward, tmp_path):
 def test_merge_takes_the_picked_groups_rows_padding_prompts_left_and_completions_right():
     import torch
 
-    from grpo_core.run.dynamic import merge
+    from grpo_core.trainer.dynamic import merge
 
     def batch(base, prompt_width, completion_width):
         """4 rows (2 groups of 2); row i's tokens base + 10 i + column, its ref log-probs -(base + i)."""
@@ -326,7 +326,7 @@ def test_merge_takes_the_picked_groups_rows_padding_prompts_left_and_completions
 def test_merge_refuses_a_batch_entry_it_cannot_lay_out():
     import torch
 
-    from grpo_core.run.dynamic import merge
+    from grpo_core.trainer.dynamic import merge
 
     one = {"prompt_ids": torch.ones(2, 1, dtype=torch.long), "pixel_values": torch.ones(2, 3)}
     with pytest.raises(ValueError, match=r"cannot merge \['pixel_values'\]"):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from grpo_core.config.load import load_config
-from grpo_core.run.generation import enable_fast_generation, generate, load_policy
+from grpo_core.trainer.generation import enable_fast_generation, generate, load_policy
 
 from .conftest import TINY
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from grpo_core.config.load import load_config
-from grpo_core.run import merged_lora
-from grpo_core.run.generation import load_policy
-from grpo_core.run.merged_lora import MergedLora
+from grpo_core.trainer import merged_lora
+from grpo_core.trainer.generation import load_policy
+from grpo_core.trainer.merged_lora import MergedLora
 
 from .conftest import TINY
 

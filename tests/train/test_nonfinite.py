@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from grpo_core.run.nonfinite import Guard, wants_snapshot
+from grpo_core.trainer.nonfinite import Guard, wants_snapshot
 
 from .conftest import TINY
 

@@ -180,7 +180,7 @@ def test_the_distilled_model_recipe_trains_with_its_chat_template(grpo, r1_dir, 
     assert len(steps) == 2
     # grpo eval samples the base model with the recipe's template too, not the model's own
     from grpo_core.cli import main
-    from grpo_core.run import generation
+    from grpo_core.trainer import generation
 
     seen, real = [], generation.generate
     monkeypatch.setattr(generation, "generate", lambda model, tok, prompts, **kw: (

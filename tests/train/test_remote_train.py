@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from grpo_core.run import rollout_log
+from grpo_core.trainer import rollout_log
 
 from .conftest import TINY
 

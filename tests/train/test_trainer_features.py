@@ -15,8 +15,8 @@ import torch
 
 from grpo_core.base.errors import ConfigError
 from grpo_core.rewards.policy import GuardedReward, PolicySettings, Stalls
-from grpo_core.run import rollout_log
-from grpo_core.run.dynamic import (
+from grpo_core.trainer import rollout_log
+from grpo_core.trainer.dynamic import (
     DynamicSampling,
     DynamicSettings,
     PromptStream,
@@ -27,11 +27,11 @@ from grpo_core.run.dynamic import (
     trained_figures,
     trained_scores,
 )
-from grpo_core.run.exact_resume import ExactResume, ResumeSettings, take_learning_rate
-from grpo_core.run.generation import FastSampling, Sampling
-from grpo_core.run.nonfinite import Guard, GuardSettings
-from grpo_core.run.reward_columns import name_columns
-from grpo_core.run.rollout_log import RolloutLog, RolloutLogSettings
+from grpo_core.trainer.exact_resume import ExactResume, ResumeSettings, take_learning_rate
+from grpo_core.trainer.generation import FastSampling, Sampling
+from grpo_core.trainer.nonfinite import Guard, GuardSettings
+from grpo_core.trainer.reward_columns import name_columns
+from grpo_core.trainer.rollout_log import RolloutLog, RolloutLogSettings
 
 # ------------------------------------------------------------------ dynamic sampling
 

@@ -1,5 +1,5 @@
 """grpo relies on a few private names of TRL and transformers, all in
-grpo_core.run.trainer: each must exist in the installed TRL, and a TRL outside the
+grpo_core.trainer.trainer: each must exist in the installed TRL, and a TRL outside the
 versions tested is a clear error at start-up. Fast generation falls back."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_every_private_name_grpo_uses_exists_in_the_installed_trl():
     import trl.trainer.grpo_trainer
     from trl import GRPOTrainer
 
-    from grpo_core.run.trainer import PRIVATE
+    from grpo_core.trainer.trainer import PRIVATE
 
     source = inspect.getsource(trl.trainer.grpo_trainer) + inspect.getsource(transformers.trainer)
     missing = [name for name in PRIVATE if not hasattr(GRPOTrainer, name) and f"self.{name} =" not in source]
@@ -30,7 +30,7 @@ def test_every_private_name_grpo_uses_exists_in_the_installed_trl():
 
 
 def test_the_check_would_name_a_missing_one(monkeypatch):
-    from grpo_core.run import trainer
+    from grpo_core.trainer import trainer
 
     monkeypatch.setattr(trainer, "PRIVATE", (*trainer.PRIVATE, "_renamed_in_the_next_trl"))
     with pytest.raises(AssertionError, match=r"TRL 1\.16\.\d+ / transformers .* lack \['_renamed_in_the_next_trl'\]"):
@@ -58,8 +58,8 @@ def test_a_trl_outside_the_tested_versions_is_a_clear_error(monkeypatch, install
 def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plugin, tiny_model, tmp_path,
                                                                       monkeypatch):
     """Forced: the compiled decoder gets a backend torch does not have."""
-    from grpo_core.run import generation, train
-
+    from grpo_core.run import train
+    from grpo_core.trainer import generation
     real = generation.enable_fast_generation
     monkeypatch.setattr(generation, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
     made, logged = [], []
@@ -75,7 +75,7 @@ def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plug
 
 
 def test_preflight_and_eval_sampling_fall_back_too(tiny_model, capsys):
-    from grpo_core.run.generation import generate, load_policy
+    from grpo_core.trainer.generation import generate, load_policy
 
     model, tok = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
     prompts = [[{"role": "user", "content": "What is 2 + 2?"}]]

@@ -13,15 +13,16 @@ from grpo_core.commands import SUMMARIES, number, table
 from grpo_core.config import models
 from grpo_core.config.load import load_config
 from grpo_core.rewards.scoring import RewardStats, score_batch
-from grpo_core.run import generation, rollouts
-from grpo_core.run.generation import (
+from grpo_core.run import rollouts
+from grpo_core.run.prepare import prepare, sampling_settings
+from grpo_core.trainer import generation
+from grpo_core.trainer.generation import (
     adapter_base,
     check_matches_base,
     is_adapter_dir,
     load_policy,
     run_weights,
 )
-from grpo_core.run.prepare import prepare, sampling_settings
 
 
 def add_parser(sub) -> None:

@@ -11,7 +11,7 @@ from grpo_core.commands import SUMMARIES
 from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import score_batch
-from grpo_core.run.generation import generate, load_policy
+from grpo_core.trainer.generation import generate, load_policy
 
 
 def add_parser(sub) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.commands import SUMMARIES
-from grpo_core.run.generation import is_adapter_dir, load_policy, run_weights
+from grpo_core.trainer.generation import is_adapter_dir, load_policy, run_weights
 
 
 def add_parser(sub) -> None:

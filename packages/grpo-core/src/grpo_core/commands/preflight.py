@@ -11,8 +11,9 @@ from grpo_core.commands import SUMMARIES
 from grpo_core.config import models
 from grpo_core.config.load import load_config
 from grpo_core.data import passrate
-from grpo_core.run import generation, rollouts
+from grpo_core.run import rollouts
 from grpo_core.run.prepare import check_or_stop, prepare, sampling_settings
+from grpo_core.trainer import generation
 
 
 def add_parser(sub) -> None:

@@ -12,7 +12,7 @@ from grpo_core.base.tables import number
 from grpo_core.commands import SUMMARIES
 from grpo_core.rewards.reward import resolve
 from grpo_core.rewards.specs import parse_spec
-from grpo_core.run import rollout_log
+from grpo_core.trainer import rollout_log
 
 EPILOG = """\
 filters (rows that match any given filter are listed, grouped by step):

@@ -1,10 +1,10 @@
 """One builder for the trainer: ``grpo train`` and the rollouts of ``grpo
 preflight``, ``grpo eval`` and held-out accuracy get the same
-:class:`~grpo_core.run.trainer.GrpoTrainer`, complete when built: rewards guarded
+:class:`~grpo_core.trainer.trainer.GrpoTrainer`, complete when built: rewards guarded
 (an environment's too), callbacks bound, transformers' console printers gone.
 
 :func:`features_of` is the one place the trainer's feature settings
-(:class:`~grpo_core.run.features.Features`) are read from the config."""
+(:class:`~grpo_core.trainer.features.Features`) are read from the config."""
 
 from __future__ import annotations
 
@@ -15,11 +15,6 @@ from pathlib import Path
 from grpo_core.config.precision import Precision, sampling_autocast
 from grpo_core.rewards.environments import trainer_kwargs
 from grpo_core.rewards.policy import PolicySettings, Stalls
-from grpo_core.run.dynamic import DynamicSettings
-from grpo_core.run.exact_resume import ResumeSettings
-from grpo_core.run.features import Features
-from grpo_core.run.generation import Sampling
-from grpo_core.run.nonfinite import GuardSettings
 from grpo_core.run.prepare import (
     Prepared,
     StagePlan,
@@ -29,7 +24,12 @@ from grpo_core.run.prepare import (
     merged_sampling,
 )
 from grpo_core.run.resume import settings_of
-from grpo_core.run.rollout_log import FOLDER, RolloutLogSettings, prompt_index
+from grpo_core.trainer.dynamic import DynamicSettings
+from grpo_core.trainer.exact_resume import ResumeSettings
+from grpo_core.trainer.features import Features
+from grpo_core.trainer.generation import Sampling
+from grpo_core.trainer.nonfinite import GuardSettings
+from grpo_core.trainer.rollout_log import FOLDER, RolloutLogSettings, prompt_index
 
 
 def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | None = None, offset: int = 0,
@@ -69,7 +69,7 @@ def build_trainer(prepared: Prepared, plan: StagePlan, model, tokenizer, *, call
     from peft import PeftModel
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from grpo_core.run.trainer import GrpoTrainer
+    from grpo_core.trainer.trainer import GrpoTrainer
 
     features = features if features is not None else features_of(prepared, plan, rollouts_only=rollouts_only)
     args, funcs = _args(plan, rollouts_only), list(plan.funcs)

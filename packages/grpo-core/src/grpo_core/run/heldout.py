@@ -31,9 +31,9 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_core.rewards.scoring import score_batch
-from grpo_core.run import generation
 from grpo_core.run.prepare import sampling_settings
 from grpo_core.run.rollouts import sample
+from grpo_core.trainer import generation
 
 METRIC = "eval/accuracy"
 

@@ -79,7 +79,7 @@ class Prepared:
         return self.plans[names.index(name)]
 
 
-# the TRL and transformers versions grpo is tested with, [low, high): grpo_core.run.trainer
+# the TRL and transformers versions grpo is tested with, [low, high): grpo_core.trainer.trainer
 # relies on their internals (its PRIVATE names); the packaging bounds them the same way
 TESTED = {"trl": ("1.16", "1.17"), "transformers": ("5.2", "6")}
 
@@ -110,7 +110,7 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
 
 def check_versions() -> None:
     """A clear error at start-up when the installed TRL or transformers is outside the
-    versions tested (the private names grpo_core.run.trainer uses may have moved)."""
+    versions tested (the private names grpo_core.trainer.trainer uses may have moved)."""
     from importlib.metadata import PackageNotFoundError, version
 
     for dist, (low, high) in TESTED.items():

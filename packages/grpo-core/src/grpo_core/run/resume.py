@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.base.tables import number
-
-SETTINGS = "grpo_settings.json"
+from grpo_core.trainer.exact_resume import SETTINGS
+from grpo_core.trainer.exact_resume import write_settings as write
 
 # GRPOConfig fields that may change on --resume, and those that may not
 CHANGEABLE = ("learning_rate", "lr_scheduler_type", "warmup_steps", "max_grad_norm", "beta", "max_steps",
@@ -113,10 +113,6 @@ def read(checkpoint: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None  # a checkpoint from before grpo recorded its settings: nothing to compare
-
-
-def write(folder: Path, settings: dict) -> None:
-    (Path(folder) / SETTINGS).write_text(json.dumps(settings, indent=2, default=str) + "\n")
 
 
 __all__ = ["compare", "settings_of", "read", "write", "Changes", "SETTINGS", "CHANGEABLE", "FIXED", "DATASET"]

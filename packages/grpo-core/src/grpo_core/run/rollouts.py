@@ -2,7 +2,7 @@
 
 With an environment or tools, a completion is several turns: the model's tool
 calls, the tools' results, its next turn. ``grpo preflight`` and ``grpo eval`` run
-them through the trainer training uses (:class:`~grpo_core.run.trainer.GrpoTrainer`,
+them through the trainer training uses (:class:`~grpo_core.trainer.trainer.GrpoTrainer`,
 TRL's own rollout: the environments' ``reset``, tool execution, the turn limit,
 the chat template with the tools) and read back what TRL scored: the configured
 rewards and each environment's ``get_reward``. Nothing is trained.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from grpo_core.rewards.environments import count_tool_calls, transcript
 from grpo_core.run.builder import build_trainer
-from grpo_core.run.generation import Completion
+from grpo_core.trainer.generation import Completion
 
 # sequences per rollout call: TRL samples a whole batch at once
 BATCH_SEQUENCES = 64

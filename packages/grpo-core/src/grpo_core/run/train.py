@@ -26,7 +26,7 @@ from typing import Any
 from grpo_core.base.errors import ConfigError, GrpoError
 from grpo_core.checks import manifest
 from grpo_core.config.schema import RunConfig
-from grpo_core.run import outputs, rollout_log
+from grpo_core.run import outputs
 from grpo_core.run import resume as rules
 from grpo_core.run.builder import build_trainer, features_of
 from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
@@ -40,6 +40,7 @@ from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
     plan,
     prepare,
 )
+from grpo_core.trainer import rollout_log
 
 
 @dataclass

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from grpo_core.run.resume import write
+SETTINGS = "grpo_settings.json"  # the run's settings, in every checkpoint (read by run/resume.py)
+
+
+def write_settings(folder: Path, settings: dict) -> None:
+    import json
+
+    (Path(folder) / SETTINGS).write_text(json.dumps(settings, indent=2, default=str) + "\n")
+
 
 BUFFER = "grpo_buffer-rank{rank}.pt"
 
@@ -76,7 +83,7 @@ class ExactResume:
             torch.save(buffered, self.buffer_path(folder))
         if main and folder.is_dir():
             if self.settings.record is not None:
-                write(folder, self.settings.record)
+                write_settings(folder, self.settings.record)
             for state in self.states:
                 state.save(folder)
 

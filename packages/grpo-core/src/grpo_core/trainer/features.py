@@ -1,18 +1,18 @@
-"""What :class:`~grpo_core.run.trainer.GrpoTrainer` adds to TRL's trainer, as one
+"""What :class:`~grpo_core.trainer.trainer.GrpoTrainer` adds to TRL's trainer, as one
 value: each feature's settings, typed and frozen. The builder derives them from the
 config (:func:`grpo_core.run.builder.features_of`, the one place); each feature is a
 module of its own, testable without a trainer:
 
 ============================  =================================================
-``sampling``                  fast sampling (:mod:`grpo_core.run.generation`)
-``guard``                     the non-finite guard (:mod:`grpo_core.run.nonfinite`)
+``sampling``                  fast sampling (:mod:`grpo_core.trainer.generation`)
+``guard``                     the non-finite guard (:mod:`grpo_core.trainer.nonfinite`)
 ``rewards``                   the reward failure policy, for the rewards TRL adds
                               (:mod:`grpo_core.rewards.policy`); None: unguarded
 ``environment_rewards``       each environment's reward column, named and weighed
-                              (:mod:`grpo_core.run.reward_columns`)
-``dynamic``                   dynamic sampling (:mod:`grpo_core.run.dynamic`); None: off
-``rollout_log``               the rollout log (:mod:`grpo_core.run.rollout_log`); None: off
-``resume``                    exact resume (:mod:`grpo_core.run.exact_resume`)
+                              (:mod:`grpo_core.trainer.reward_columns`)
+``dynamic``                   dynamic sampling (:mod:`grpo_core.trainer.dynamic`); None: off
+``rollout_log``               the rollout log (:mod:`grpo_core.trainer.rollout_log`); None: off
+``resume``                    exact resume (:mod:`grpo_core.trainer.exact_resume`)
 ``trainable``                 the dtype trainable weights are cast to (pure low
                               precision: the adapters too); None: as loaded
 ============================  =================================================
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grpo_core.rewards.policy import PolicySettings
-from grpo_core.run.dynamic import DynamicSettings
-from grpo_core.run.exact_resume import ResumeSettings
-from grpo_core.run.generation import Sampling
-from grpo_core.run.nonfinite import GuardSettings
-from grpo_core.run.rollout_log import RolloutLogSettings
+from grpo_core.trainer.dynamic import DynamicSettings
+from grpo_core.trainer.exact_resume import ResumeSettings
+from grpo_core.trainer.generation import Sampling
+from grpo_core.trainer.nonfinite import GuardSettings
+from grpo_core.trainer.rollout_log import RolloutLogSettings
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 that touches TRL's and transformers' private names.
 
 It overrides TRL where it must and hands each override to a feature, a module of
-its own with a typed settings object (:class:`~grpo_core.run.features.Features`):
+its own with a typed settings object (:class:`~grpo_core.trainer.features.Features`):
 fast sampling (:mod:`.generation`), dynamic sampling (:mod:`.dynamic`), the rollout
 log (:mod:`.rollout_log`), the non-finite guard (:mod:`.nonfinite`), exact resume
 (:mod:`.exact_resume`), environments' reward columns (:mod:`.reward_columns`).
@@ -25,13 +25,13 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 from trl.trainer.utils import use_adapter
 
-from grpo_core.run import reward_columns
-from grpo_core.run.dynamic import DynamicSampling
-from grpo_core.run.exact_resume import ExactResume, take_learning_rate
-from grpo_core.run.features import Features
-from grpo_core.run.generation import FastSampling
-from grpo_core.run.nonfinite import Event, Guard
-from grpo_core.run.rollout_log import RolloutLog
+from grpo_core.trainer import reward_columns
+from grpo_core.trainer.dynamic import DynamicSampling
+from grpo_core.trainer.exact_resume import ExactResume, take_learning_rate
+from grpo_core.trainer.features import Features
+from grpo_core.trainer.generation import FastSampling
+from grpo_core.trainer.nonfinite import Event, Guard
+from grpo_core.trainer.rollout_log import RolloutLog
 
 # every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
 # methods overridden or called, attributes read or set
@@ -43,7 +43,7 @@ PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_gra
 
 class GrpoTrainer(GRPOTrainer):
     """``GRPOTrainer`` plus ``features`` (their settings), ``report`` (called with each
-    non-finite :class:`~grpo_core.run.nonfinite.Event`) and ``log`` (one line of text)."""
+    non-finite :class:`~grpo_core.trainer.nonfinite.Event`) and ``log`` (one line of text)."""
 
     def __init__(self, *args, features: Features = Features(), report: Callable[[Event], None] | None = None,
                  log: Callable[[str], None] = print, **kwargs):

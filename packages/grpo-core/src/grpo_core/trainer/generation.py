@@ -14,7 +14,7 @@ from typing import Any
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.config import models
-from grpo_core.run.merged_lora import MergedLora
+from grpo_core.trainer.merged_lora import MergedLora
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
 # tokens, so the compiled decoder is rebuilt only when a longer bucket first appears.
