@@ -1,0 +1,271 @@
+"""reasoning-gym's procedural tasks as grpo datasets: seeded, offline, a train and a
+test split that share no question.
+
+Each row is ``question``, ``answer`` (the gold, as text) and ``rg_entry``: JSON of
+what reasoning-gym's scorer reads (``{"task", "config", "entry"}``: the task, the
+knobs the rows were made with, reasoning-gym's own item with its metadata), so
+``rg.score`` scores a row exactly as reasoning-gym would.
+
+Splits: ``train`` is reasoning-gym's items ``0..size-1`` under ``seed``; ``test`` the
+same count under ``seed + TEST_SEED_OFFSET``, less every question the train split of
+the same parameters has (a task with few distinct problems has a short test split, or
+none: an error that says so).
+
+reasoning-gym takes 1-2 s to import (a hundred generators, sympy, numpy, matplotlib):
+nothing here imports it before a task's rows or parameters are asked for, so listing
+plugins and datasets stays fast. A task loader's signature (its knobs, read from the
+task's config dataclass) is built on first use too (:class:`TaskSignature`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import inspect
+import json
+import sys
+import typing
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from grpo_core.datafiles import load_split
+from grpo_core.errors import DatasetError, EmptyDatasetError, SplitError
+
+DEFAULT_SIZE = 1000
+MAX_SIZE = 1_000_000
+TEST_SEED_OFFSET = 1_000_000_007  # test items' seeds: past any train split's (reasoning-gym seeds item i with seed + i)
+SPLITS = ("train", "test")
+OWN = ("seed", "size")  # config fields grpo sets itself: they are the loaders' own parameters
+
+# Tasks whose scorer runs the model's answer as code (eval) or through sympy's parse_expr
+# (itself eval): rg.score would execute untrusted text, so they are refused (reasoning-gym
+# 0.1.25, read from each score_answer; tests/rg re-reads the installed version's).
+EVALUATING = {
+    "binary_matrix": "eval()",
+    "n_queens": "eval()",
+    "spiral_matrix": "eval()",
+    "string_insertion": "eval()",
+    "countdown": "sympy's parse_expr",
+    "puzzle24": "sympy's parse_expr",
+    "simple_integration": "sympy's parse_expr",
+    "intermediate_integration": "sympy's parse_expr",
+    "polynomial_multiplication": "sympy's parse_expr",
+}
+REFUSED = {
+    **{task: f"its scorer runs the model's answer through {how}" for task, how in EVALUATING.items()},
+    "composite": "it mixes other tasks: load each one by name",
+}
+
+
+def registry() -> dict[str, tuple[type, type]]:
+    """reasoning-gym's registry: task name -> (dataset class, config dataclass)."""
+    import reasoning_gym  # noqa: F401 - importing it registers every task
+    from reasoning_gym.factory import DATASETS
+
+    return DATASETS
+
+
+def task_classes(task: Any, what: str) -> tuple[type, type]:
+    """(dataset class, config class) of a task grpo can load and score; a clear error otherwise."""
+    reg = registry()
+    if not isinstance(task, str) or task not in reg:
+        close = difflib.get_close_matches(str(task), list(reg), n=3)
+        hint = f" Closest: {', '.join(close)}." if close else ""
+        raise DatasetError(
+            f"{what}: reasoning-gym has no task {task!r}.{hint} Its tasks: "
+            f"python -c \"import reasoning_gym.factory as f, reasoning_gym; print(sorted(f.DATASETS))\"."
+        )
+    if task in REFUSED:
+        raise DatasetError(f"{what}: reasoning-gym's task {task!r} is not offered: {REFUSED[task]}.")
+    return reg[task]
+
+
+@functools.cache
+def knobs(task: str) -> dict[str, inspect.Parameter]:
+    """A task's difficulty knobs: its config fields but seed and size, with their types and
+    defaults, as keyword parameters."""
+    _, config_cls = task_classes(task, f"dataset 'rg.{task}'")
+    try:
+        hints = typing.get_type_hints(config_cls)
+    except Exception:  # an annotation that does not resolve: that knob is not type-checked
+        hints = {}
+    out = {}
+    for field in dataclasses.fields(config_cls):
+        if field.name in OWN or not field.init:
+            continue
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:
+            default = None
+        out[field.name] = inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=hints.get(field.name, inspect.Parameter.empty))
+    return out
+
+
+def _knob_list(task: str) -> str:
+    return ", ".join(f"{p.name}={p.default!r}" for p in knobs(task).values()) or "none"
+
+
+def check_knobs(task: str, given: dict, what: str) -> None:
+    """Every knob in ``given`` is one of the task's config fields; else an error naming it,
+    the closest one, and every one there is."""
+    valid = knobs(task)
+    for name in given:
+        if name in valid:
+            continue
+        close = difflib.get_close_matches(name, list(valid), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        own = " (seed and size are the dataset's own parameters)" if name in OWN else ""
+        raise DatasetError(
+            f"{what}: reasoning-gym's {task} has no setting '{name}'{hint}{own}; its settings are: "
+            f"{_knob_list(task)}."
+        )
+
+
+@functools.cache
+def task_signature(task: str) -> inspect.Signature:
+    """The loader of ``rg.<task>``: split, seed, size, then the task's knobs."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature([
+        inspect.Parameter("split", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="train", annotation=str),
+        inspect.Parameter("seed", kw, default=0, annotation=int),
+        inspect.Parameter("size", kw, default=DEFAULT_SIZE, annotation=int),
+        *knobs(task).values(),
+    ])
+
+
+class TaskSignature(inspect.Signature):
+    """A task loader's ``__signature__``, read from reasoning-gym on first use: grpo binds
+    and type-checks a dataset's parameters against its loader's signature (so an unknown
+    knob is refused by name), and building it imports reasoning-gym, which listing must not."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self, task: str):
+        super().__init__()
+        self._task = task
+
+    @property
+    def parameters(self):
+        return task_signature(self._task).parameters
+
+
+def task_loader(task: str, description: str) -> Callable:
+    """The loader registered as ``rg.<task>``: ``load(split="train", *, seed=0, size=1000, **knobs)``."""
+
+    def load(split: str = "train", **params: Any):
+        return load_task(task, split, **params)
+
+    load.__name__ = load.__qualname__ = f"load_{task}"
+    load.__doc__ = (
+        f"{description}.\n\nreasoning-gym's `{task}` task, seeded and offline. Parameters: `seed`, "
+        f"`size` (rows per split), and the task's own settings (its config's fields, listed in the "
+        f"error for an unknown one). Splits `train` and `test` (disjoint seeds; no test question "
+        f"is a train question). Columns: question, answer, rg_entry (what rg.score reads)."
+    )
+    load.__signature__ = TaskSignature(task)
+    return load
+
+
+def load_any(split: str = "train", *, task: str = "", seed: int = 0, size: int = DEFAULT_SIZE,
+             config: dict | None = None):
+    """Any reasoning-gym task by name: rg.task(task=..., config={...}), its settings in config.
+
+    ``task``: a task of reasoning-gym's registry (those whose scorer evaluates the answer as
+    code are refused); ``config``: the task's settings (its config dataclass's fields). Splits,
+    seeding and columns as for the named ``rg.<task>`` datasets. (``name`` is the dataset's
+    own name in grpo: the task is ``task``.)
+    """
+    if not task:
+        raise DatasetError("dataset 'rg.task' needs task=<reasoning-gym task>, e.g. params: {task: chain_sum}; "
+                           "or use the task's own dataset, rg.chain_sum.")
+    what = "dataset 'rg.task'"
+    if config is not None and not isinstance(config, dict):
+        raise DatasetError(f"{what}: config must be a mapping of the task's settings, "
+                           f"got {type(config).__name__} {config!r:.80}.")
+    task_classes(task, what)
+    check_knobs(task, config or {}, what)
+    return load_task(task, split, seed=seed, size=size, what=what, **(config or {}))
+
+
+def load_task(task: str, split: str = "train", *, seed: int = 0, size: int = DEFAULT_SIZE,
+              what: str | None = None, **settings: Any):
+    """The rows of ``split`` of reasoning-gym's ``task`` (see the module docstring)."""
+    import datasets
+
+    what = what or f"dataset 'rg.{task}'"
+    task_classes(task, what)
+    check_knobs(task, settings, what)
+    for key, value, low, high in (("seed", seed, 0, 2**62), ("size", size, 1, MAX_SIZE)):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise DatasetError(f"{what}: {key} must be a whole number from {low} to {high}, got {value!r}.")
+
+    def base(name: str):
+        if name not in SPLITS:
+            raise SplitError(f"{what} has splits {', '.join(SPLITS)} (no test question is a train "
+                             f"question), not {name!r}; slice one instead, e.g. split='train[:90%]'.")
+        train = items(task, settings, seed, size, what)
+        if name == "train":
+            rows = train
+        else:
+            seen = {_key(e["question"]) for e in train}
+            made = items(task, settings, seed + TEST_SEED_OFFSET, size, what)
+            rows = [e for e in made if _key(e["question"]) not in seen]
+            if not rows:
+                raise EmptyDatasetError(
+                    f"{what}: every one of the {size} test questions is also a train question: "
+                    f"these settings make too few distinct problems. Make the task harder or lower size.")
+            if len(rows) < len(made):
+                _warn(f"{what}: {len(made) - len(rows)} of {len(made)} test questions were also train "
+                      f"questions and are left out of the test split.")
+        return datasets.Dataset.from_list([row(task, settings, e, what) for e in rows])
+
+    return load_split(split, base, what)
+
+
+def items(task: str, settings: dict, seed: int, size: int, what: str) -> list[dict]:
+    """reasoning-gym's items ``0..size-1`` of ``task`` under ``seed``."""
+    dataset_cls, config_cls = task_classes(task, what)
+    try:
+        dataset = dataset_cls(config=config_cls(**settings, seed=seed, size=size))
+    except (AssertionError, TypeError, ValueError) as exc:  # reasoning-gym checks its config with assert
+        detail = str(exc) or type(exc).__name__
+        raise DatasetError(f"{what}: reasoning-gym refused the settings {settings}: {detail}. "
+                           f"Its settings and defaults: {_knob_list(task)}.") from None
+    return [dataset[i] for i in range(size)]
+
+
+class OverlapWarning(UserWarning):
+    """Test questions that the train split also has were left out of the test split."""
+
+
+def _warn(message: str) -> None:
+    """Warn, attributed to the first caller outside grpo (the line that asked for the data)."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(("grpo_reasoning_gym", "grpo_core")):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, OverlapWarning, stacklevel=level)
+
+
+def _key(question: str) -> str:
+    return " ".join(str(question).split())
+
+
+def row(task: str, settings: dict, entry: dict, what: str) -> dict:
+    """One dataset row: question, the gold as text, and what rg.score needs as JSON."""
+    try:
+        carried = json.dumps({"task": task, "config": settings, "entry": entry}, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"{what}: reasoning-gym's item cannot be kept as JSON for rg.score ({exc}); "
+                           f"this task cannot be scored by grpo.") from None
+    answer = entry.get("answer")
+    return {"question": str(entry["question"]), "answer": None if answer is None else str(answer),
+            "rg_entry": carried}
+
+
+__all__ = ["load_task", "load_any", "task_loader", "knobs", "check_knobs", "task_classes",
+           "registry", "REFUSED", "EVALUATING", "TEST_SEED_OFFSET", "DEFAULT_SIZE", "OverlapWarning"]
