@@ -49,6 +49,7 @@ pip install -q \
   -e packages/grpo-rewards-format \
   -e packages/grpo-datasets \
   -e packages/grpo-rewards-code \
+  -e packages/grpo-reasoning-gym \
   -e examples/grpo-acme \
   -e ".[dev]"
 touch "$stamp"
