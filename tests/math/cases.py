@@ -137,8 +137,10 @@ CASES = [
         "multiple",
         "4",
         r"First I got \boxed{3}. Wait, that is wrong. Recomputing gives \boxed{4}.",
-        False,  # two boxed answers: a retraction and a hedge read alike, so neither is paid
+        True,  # "that is wrong" retracts the first box, as it would a first "####" line (issue 40)
     ),
+    ("multiple", "3", r"First I got \boxed{3}. Wait, that is wrong. Recomputing gives \boxed{4}.", False),
+    ("multiple", "4", r"First I got \boxed{3}. Wait. Recomputing gives \boxed{4}.", False),  # no retraction: a set
     ("multiple", "2, 3", r"\boxed{2, 3, 4}", False),
     ("multiple", r"\{-2, 5\}", r"\boxed{5, -2}", True),
     # --- text answers

@@ -17,9 +17,16 @@ Completion chain (``extract_answer``), first hit wins:
 4. the last ``#### x`` line (GSM8K);
 5. the last explicit phrase: "final answer is / final answer: / answer: /
    the answer (to ...) is / \"answer\": x" up to the end of the sentence;
-6. with ``fallback_last_number=True``, the last number in the text, unless its
+6. a completion that is nothing but a number ("42", "-3.5", "1/2");
+7. with ``fallback_last_number=True``, the last number in the text, unless its
    line hedges ("maybe", "perhaps", "possibly", "probably", "might", "either",
    "or", "guess").
+
+In steps 3-5 a retraction ("Wait, I made an error", "that is wrong") withdraws the
+answers of that layout before it: "\\boxed{15}. Wait, I made an error ...
+\\boxed{16}" answers 16, as the same correction with ``####`` or "Answer:" lines
+does. A retraction is an admission that an answer was wrong, not a hedge: boxes
+with only "wait", "actually" or "or" between them stay a set (``_standing``).
 
 Gold chain (``prepare_gold``): ``#### x`` rationale, else its boxes (several:
 a set, so a multi-box gold needs all its parts), else the whole string; then classified as a text answer
@@ -34,7 +41,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 
-from grpo_core.text import boxes, group_end, hash_answer
+from grpo_core.text import BOX_RE, boxes, group_end, hash_answer
 
 MAX_TEXT_CHARS = 100_000  # longer completions keep their last 100k characters
 MAX_ANSWER_CHARS = 1_000  # a longer extracted answer is not parsed (scores 0)
@@ -48,8 +55,9 @@ MAX_NESTING = 8  # deeper bracket nesting is not parsed: antlr time grows expone
 class Extraction:
     """The final answer found in a completion and where it came from.
 
-    ``source`` is one of ``answer_tag``, ``boxed``, ``hash``, ``phrase``,
-    ``last_number`` or ``none`` (no answer found; ``answer`` is then None).
+    ``source`` is one of ``answer_tag``, ``boxed``, ``hash``, ``phrase``, ``bare``
+    (the whole completion is a number), ``last_number`` or ``none`` (no answer
+    found; ``answer`` is then None).
     """
 
     answer: str | None
@@ -63,9 +71,25 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END_RE = re.compile(r"\.(?=\s|$)|\n|(?i:\bI hope\b)")
-_RETRACTION_RE = re.compile(r"\b(?:no|not|wait|actually|wrong|incorrect|mistake|oops|rather)\b", re.IGNORECASE)
+# second thoughts on an answer's own line ("Answer: 72. No, wait: 73"): the line negates itself
+_DOUBT_RE = re.compile(r"\b(?:no|not|wait|actually|wrong|incorrect|mistake|oops|rather)\b", re.IGNORECASE)
+# A retraction: the text says that what it answered was wrong ("Wait, I made an error",
+# "that is wrong", "my mistake"). Only such an admission retracts; "wait", "actually" or
+# "no" alone do not, nor does "no mistake" ("\boxed{3}. Wait: \boxed{4}" stays a hedge).
+_RETRACTION_RE = re.compile(
+    r"\b(?:(?:I|we)(?:\s+have|\s+had|'ve)?\s+made\s+(?:an?\s+(?:\w+\s+)?|some\s+)?(?:error|mistake)s?"
+    r"|(?:is|was|are|were|'s)\s+(?:wrong|incorrect|not\s+(?:right|correct)|an?\s+(?:error|mistake))"
+    r"|(?:isn|wasn|aren)'?t\s+(?:right|correct)|my\s+(?:mistake|error)|I\s+was\s+wrong"
+    r"|I\s+mis(?:calculated|computed|counted|read|added|multiplied)|correction\s*:)",
+    re.IGNORECASE,
+)
+_HASH_RE = re.compile("####")
 _HEDGE_RE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|might|either|or|guess)\b", re.IGNORECASE)
 _NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+# a completion that is nothing but a number: "42", " -3.5 \n", "1,234.", "- 5", "1/2" (a
+# fraction of integers is one value, compared exactly; "4/2" against 2 is still arithmetic
+# left undone, as in a box)
+_BARE_NUMBER_RE = re.compile(r"[-+]?[ \t]?(?:\d{1,3}(?:,\d{3})+|\d{1,40})(?:\.\d{1,40}|[ \t]?/[ \t]?\d{1,40})?\.?")
 
 
 def extract_answer(text: str, fallback_last_number: bool = False) -> Extraction:
@@ -95,6 +119,9 @@ def extract_answer(text: str, fallback_last_number: bool = False) -> Extraction:
     found = _answer_in(text)
     if found is not None:
         return Extraction(found[0], found[1])
+    bare = text.strip()
+    if len(bare) <= 100 and _BARE_NUMBER_RE.fullmatch(bare):
+        return Extraction(bare.rstrip("."), "bare")
     if fallback_last_number:
         last = None
         for m in _NUMBER_RE.finditer(text):
@@ -108,16 +135,32 @@ def extract_answer(text: str, fallback_last_number: bool = False) -> Extraction:
 
 
 def _answer_in(text: str) -> tuple[str, str] | None:
-    boxed = final_boxes(text)
+    boxed = final_boxes(_standing(text, BOX_RE))
     if boxed is not None:
         return boxed, "boxed"
-    line = hash_answer(text)
+    line = hash_answer(_standing(text, _HASH_RE))
     if line:
         return line, "hash"
-    phrase = _after_phrase(text)
+    phrase = _after_phrase(_standing(text, _PHRASE_RE))
     if phrase:
         return phrase, "phrase"
     return None
+
+
+def _standing(text: str, marker: re.Pattern) -> str:
+    """The part of ``text`` whose answers of one layout (``marker``: a box, ``####``, an
+    answer phrase) still stand: after the last retraction that such an answer follows.
+    The same rule for every layout: "\\boxed{15}. Wait, I made an error ... \\boxed{16}"
+    answers 16 as "#### 15 ... #### 16" and "Answer: 15 ... Answer: 16" do (those read
+    their last answer anyway); boxes with no retraction between them stay a set (a hedge)."""
+    last = None
+    for m in marker.finditer(text):
+        last = m
+    cut = 0
+    if last is not None:
+        for retraction in _RETRACTION_RE.finditer(text, 0, last.start()):
+            cut = retraction.end()
+    return text[cut:]
 
 
 MAX_BOXES = 20
@@ -125,9 +168,9 @@ MAX_BOXES = 20
 
 def final_boxes(text: str) -> str | None:
     """Every distinct boxed answer of ``text``: one -> its content; several -> the
-    set of them, ``a, b`` (``\\boxed{72} \\text{or} \\boxed{73}``, a box retracted
-    by a later one, boxes in a row: a hedge, never paid as one of its parts; a
-    multi-part gold: all of its parts). A box repeated with the same content counts
+    set of them, ``a, b`` (``\\boxed{72} \\text{or} \\boxed{73}``, boxes in a row: a
+    hedge, never paid as one of its parts; a multi-part gold: all of its parts; a box
+    retracted by a later one never gets here: ``_standing`` cuts it off first). A box repeated with the same content counts
     once; a box nested in another is part of it. A truncated last box is no answer."""
     found = boxes(text)
     if not found or found[-1] is None:
@@ -152,7 +195,7 @@ def _after_phrase(text: str) -> str | None:
         rest = rest.strip()
     cut = _cut_sentence(rest)
     line = rest.split("\n", 1)[0]
-    if _RETRACTION_RE.search(line[len(cut):]):
+    if _DOUBT_RE.search(line[len(cut):]):
         cut = line  # "Answer: 72. No, wait: 73": the whole line, which negates itself
     for _ in range(3):  # '"answer": "17.5"},' -> 17.5
         cut = cut.strip().strip("*_`").strip().rstrip(",;:").strip().strip("\"'").strip()
@@ -186,10 +229,19 @@ def _cut_sentence(s: str) -> str:
 
 
 def _drop_unbalanced_closers(s: str) -> str:
-    # '"answer": 17.5}' (JSON) or '(which is 5)': trailing closers with no opener
-    while s and s[-1] in ")]}" and s.count(s[-1]) > s.count({")": "(", "]": "[", "}": "{"}[s[-1]]):
+    """'"answer": 17.5}' (JSON) or '(which is 5)': trailing closers with no opener go.
+    An interval's closer need not match its opener: ``(0, 4]`` and ``[1, 2)`` keep theirs."""
+    while s and s[-1] in ")]}" and _unmatched(s, s[-1]) > 0:
         s = s[:-1].rstrip()
     return s
+
+
+def _unmatched(s: str, bracket: str) -> int:
+    """Closers of ``bracket``'s kind in ``s`` minus openers (``(`` and ``[`` are one kind,
+    as an interval mixes them; ``{}`` another)."""
+    if bracket in "{}":
+        return s.count("}") - s.count("{")
+    return s.count(")") + s.count("]") - s.count("(") - s.count("[")
 
 
 # ---------------------------------------------------------------------------
@@ -416,11 +468,7 @@ def _prose_items(s: str) -> list[str]:
     items = []
     for run in runs:
         text = _drop_unbalanced_closers(" ".join(run).strip().rstrip(".,;:").strip())
-        while (
-            text.startswith(("(", "["))
-            and nesting_depth(text)
-            and text.count(text[0]) > text.count(")" if text[0] == "(" else "]")
-        ):
+        while text.startswith(("(", "[")) and _unmatched(text, text[0]) < 0:
             text = text[1:].lstrip()
         if text and (re.search(r"\d", text) or re.search(r"\\(?:pi|infty|sqrt|frac)", text)):
             items.append(text)
@@ -618,9 +666,15 @@ _UNIT_TAIL_RE = re.compile(
 _ASSIGN_RE = re.compile(r"^[A-Za-z](?:_\{?\w{1,10}\}?)?\s*=\s*")
 
 
-# arithmetic left undone: an operator between two operands, in a string of numbers and operators only
-_ARITH_OP_RE = re.compile(r"[\d.)}]\s*(?:[-+*/^]|\\times|\\cdot|\\div)\s*[-+]?\s*[\d.({\\]")
-_ARITH_ONLY_RE = re.compile(r"(?:[-+*/^().{}\s\d]|\\(?:times|cdot|div|[dt]?frac|left|right))*")
+# "- 5": a sign before a number, however spaced, is part of it (unary, not a subtraction)
+_UNARY_SPACE_RE = re.compile(r"^([-+])\s+(?=[\d.\\])")
+# arithmetic left undone: an operator between two operands, a factorial or a binomial, in a
+# string of numbers and operators only. The power tower 9^{9^{9^9}} and 500000! are screened
+# here in microseconds, whatever their size, where the checker would compute them for seconds
+_ARITH_OP_RE = re.compile(
+    r"[\d.)}]\s*(?:[-+*/^]|\\times|\\cdot|\\div)\s*[-+]?\s*[\d.({\\]|[\d)}]\s*!|\\(?:[dt]?binom|choose)(?![A-Za-z])"
+)
+_ARITH_ONLY_RE = re.compile(r"(?:[-+*/^().{}!\s\d]|\\(?:times|cdot|div|[dt]?frac|[dt]?binom|choose|left|right))*")
 # scientific notation is a way to write a number: 10^6, 1.5 \times 10^{3}, 10^{-3}
 _POWER_OF_TEN_RE = re.compile(
     r"[-+]?(?:\d{1,40}(?:\.\d{1,40})?\s*(?:\\times|\\cdot|\*)\s*)?10\s*\^\s*(?:\{\s*[-+]?\d{1,4}\s*\}|[-+]?\d{1,4})"
@@ -630,15 +684,16 @@ _POWER_OF_TEN_RE = re.compile(
 def unevaluated(cand: str | None, gold: str | None) -> bool:
     """True when ``cand`` leaves the arithmetic undone against a gold that is a plain
     number (``24``, ``-0.5``): numbers joined by operators (``18 + 6``, ``3 \\times 8``,
-    ``2^{10}``, ``x = 18 + 6``) or a fraction that is a whole number (``\\frac{48}{2}``).
-    The checker would find them equal to the gold, paying a model for restating the
-    question. A plain number, a fraction that is not whole (``\\frac{6}{8}`` for 0.75),
-    scientific notation (``1.5 \\times 10^{3}``, ``10^6``), and anything with a unit, a variable
-    or words are not; nor is anything when the gold is an expression itself
-    (``2\\sqrt{3}``, ``\\frac{3}{4}``: MATH's answers)."""
+    ``2^{10}``, ``x = 18 + 6``), a factorial or binomial (``4!``, ``\\binom{4}{1}``) or a
+    fraction that is a whole number (``\\frac{48}{2}``). The checker would find them
+    equal to the gold, paying a model for restating the question. A plain number
+    (``- 5`` too: a sign, however spaced), a fraction that is not whole (``\\frac{6}{8}``
+    for 0.75), scientific notation (``1.5 \\times 10^{3}``, ``10^6``), and anything with a
+    unit, a variable or words are not; nor is anything when the gold is an expression
+    itself (``2\\sqrt{3}``, ``\\frac{3}{4}``: MATH's answers)."""
     if cand is None or gold is None or plain_decimal(gold.strip()) is None:
         return False
-    s = _ASSIGN_RE.sub("", cand.strip()).strip()
+    s = _UNARY_SPACE_RE.sub(r"\1", _ASSIGN_RE.sub("", cand.strip()).strip())
     if plain_decimal(s) is not None or _POWER_OF_TEN_RE.fullmatch(s):
         return False
     value = plain_rational(s)

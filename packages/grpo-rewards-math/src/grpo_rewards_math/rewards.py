@@ -53,18 +53,6 @@ def _remember(key: tuple[str, str | None], value: tuple[bool, bool]) -> None:
             _verdicts[(key[0], None)] = (value[0], False)
 
 
-TIMED_OUT = (None, None)  # the verdict remembered for a pair whose check ran out of time
-
-
-def _remember_timeout(key: tuple[str, str | None]) -> None:
-    """A pair that ran out of time is not checked again: it would cost the limit again."""
-    with _cache_lock:
-        _verdicts[key] = TIMED_OUT
-        _verdicts.move_to_end(key)
-        while len(_verdicts) > _CACHE_SIZE:
-            _verdicts.popitem(last=False)
-
-
 def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
     """Decide without sympy when that is provably right: plain decimals on
     both sides compare exactly as decimals, integers and fractions of integers
@@ -93,7 +81,7 @@ def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
 class _Judged:
     scores: list[float | None]  # 1.0 / 0.0 / None per completion
     extractions: list
-    timeouts: int = 0  # items that ran out of time (now or in an earlier batch)
+    timeouts: int = 0  # items whose check ran out of time
     lost: int = 0  # items lost with a worker that died twice
     unevaluated: int = 0  # answers that left the arithmetic undone (scored 0.0)
 
@@ -131,10 +119,7 @@ def _judge(
                 continue
             key = (gold.value, cand)
             verdict = _fast(*key) or _cached(key)
-            if verdict == TIMED_OUT:
-                results[i] = 0.0
-                timeouts += 1
-            elif verdict is not None:
+            if verdict is not None:
                 results[i] = (1.0 if verdict[1] else 0.0) if verdict[0] else None
             else:
                 pending.setdefault(key, []).append(i)
@@ -146,9 +131,8 @@ def _judge(
                 gold_ok, equal = outcome.value
                 _remember(key, (bool(gold_ok), bool(equal)))
                 score = (1.0 if equal else 0.0) if gold_ok else None
-            elif outcome.status == "timeout":  # documented: a check past its limit scores 0.0
-                _remember_timeout(key)
-                timeouts += len(pending[key])
+            elif outcome.status == "timeout":  # documented: a check past its limit scores 0.0, and
+                timeouts += len(pending[key])  # is not remembered (a busy machine's time-out is no answer)
                 score = 0.0
             else:  # its worker died twice (memory cap, crash): 0.0, counted as lost
                 lost += len(pending[key])
@@ -238,19 +222,23 @@ def correctness(
     Final answer: the ``<answer>`` block if present (think block ignored), else
     the boxes (several distinct boxed answers are all of them: a set), else
     ``#### x``, else an explicit "final answer is /
-    answer:" phrase, else (``fallback_last_number=True``) the last number, unless
+    answer:" phrase, else a completion that is nothing but a number ("42",
+    "1/2"), else (``fallback_last_number=True``) the last number, unless
     its line hedges ("maybe", "or", "perhaps"); an
-    unclosed ``<think>`` has no answer. Gold: a plain number, LaTeX, ``\\boxed{}``
-    or a GSM8K rationale (``#### 72``). Both are normalized (unicode minus and
-    pi, thousands separators, ``1e3``, currency, percent words, "x and y" as a
+    unclosed ``<think>`` has no answer. A retraction ("Wait, I made an error",
+    "that is wrong") withdraws the answers before it in every layout:
+    "\\boxed{15}. Wait, I made an error ... \\boxed{16}" answers 16 (a hedge,
+    "\\boxed{15} or \\boxed{16}", answers neither). Gold: a plain number, LaTeX,
+    ``\\boxed{}`` or a GSM8K rationale (``#### 72``). Both are normalized (unicode
+    minus and pi, thousands separators, ``1e3``, currency, percent words, "x and y" as a
     set; prose keeps its formulas, "not 72" has no answer) and compared with
     math-verify/sympy (numbers, fractions, radicals, sets, intervals,
     equations, percentages). Word answers ("Paris", "yes") compare as
     normalized text. Plain numbers on both sides compare exactly in process.
 
     An answer that leaves the arithmetic undone against a plain-number gold
-    (``18 + 6``, ``3 \\times 8``, ``\\frac{48}{2}`` for 24) scores 0.0: the checker
-    would find it equal, paying a model for restating the question (a model
+    (``18 + 6``, ``3 \\times 8``, ``\\frac{48}{2}``, ``4!`` for 24) scores 0.0: the
+    checker would find it equal, paying a model for restating the question (a model
     trained long enough on level-1 arithmetic learns exactly that).
     ``allow_expressions=True`` pays them; the share is logged as
     ``math.correctness/unevaluated``.
