@@ -1,6 +1,6 @@
 """Benchmark: math.correctness vs trl.rewards.accuracy_reward, same completions, same run.
 
-    python bench/math_reward.py [--n 2000] [--workers N] [--limit 2.0] [--seed 0]
+    python bench/math_reward.py [--n 2000] [--workers N] [--limit 2.0] [--seed 0] [--adversarial-only]
 
 1. Throughput: N varied completions (half short answers, half ~2,000-character
    reasoning texts; boxed, <answer> tags, "the answer is", "####"; integers,
@@ -13,7 +13,14 @@
    each item alone, then all together; every item's wall time must stay
    within the per-item limit + 0.5 s. TRL's reward is not run on these (its
    signal-based timeout only works in the main thread, and a power tower can
-   outlive it).
+   outlive it). Huge factorials and binomials against a number gold (500000!,
+   \\binom{800000}{400000}, (10^6)!, \\frac{500000!}{2}, {800000 \\choose 400000})
+   held a checker for the whole limit before issue 40: 5.06-6.01 s each at
+   math.correctness's default 5 s limit, against 0.2 ms for the power tower; now
+   they are arithmetic left undone, as the tower is: 0.0-0.1 ms each. Here
+   (--adversarial-only, --limit 2, 2 shared cores at load 11, 2 workers): the
+   five factorial items 2.02-3.40 s each before, under 0.2 ms after; all 19
+   items together 9.64 s before, 2.20 s after.
 """
 
 from __future__ import annotations
@@ -124,6 +131,10 @@ def adversarial_batch() -> list[tuple[str, str, str]]:
         ("power tower", r"\boxed{9^{9^{9^{9}}}}", "1"),
         ("power tower 2^..^2", r"\boxed{2^{2^{2^{2^{2^{2}}}}}}", "1"),
         ("factorial of 10^10", r"\boxed{(10^{10})!}", "1"),
+        ("factorial 500000!", r"\boxed{500000!}", "1"),
+        ("binomial 800000/400000", r"\boxed{\binom{800000}{400000}}", "1"),
+        ("factorial over 2", r"\boxed{\frac{500000!}{2}}", "1"),
+        ("factorial of (10^6)", r"\boxed{(10^6)!}", "1"),
         ("tower vs latex gold", r"The answer is $7^{7^{7^{7}}}$.", r"2\sqrt{2}"),
         ("nested parentheses x30", r"\boxed{" + "(" * 30 + "1" + ")" * 30 + "}", "1"),
         ("nested parentheses x8", r"\boxed{" + "(" * 8 + "x+1" + ")" * 8 + "}", "x+1"),
@@ -150,14 +161,25 @@ def main() -> int:
     ap.add_argument(
         "--group", type=int, default=8, help="completions per prompt (GRPO num_generations)"
     )
+    ap.add_argument("--adversarial-only", action="store_true", help="skip the throughput part (and TRL)")
     args = ap.parse_args()
     logging.disable(logging.WARNING)  # math-verify warns on every timeout it handles
 
-    from trl.rewards import accuracy_reward
-
-    from grpo_rewards_math import correctness, pool, rewards
+    from grpo_rewards_math import correctness, pool
 
     workers = pool.resolve_workers(args.workers)
+    if not args.adversarial_only:
+        throughput(args, workers)
+    else:
+        correctness([r"\boxed{1}"], ["1"], timeout=args.limit, workers=workers)  # pool start, not timed
+    return adversarial(args, workers)
+
+
+def throughput(args: argparse.Namespace, workers: int) -> None:
+    from trl.rewards import accuracy_reward
+
+    from grpo_rewards_math import correctness, rewards
+
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     completions, golds = make_batch(args.n, args.seed, args.group)
     long_share = sum(len(c) > 1500 for c in completions) / len(completions)
@@ -212,6 +234,10 @@ def main() -> int:
     for i in only_ours[:3]:
         print(f"    ours-only 1.0: gold={golds[i]!r} ending={completions[i][-60:]!r}")
 
+
+def adversarial(args: argparse.Namespace, workers: int) -> int:
+    from grpo_rewards_math import correctness, rewards
+
     print(f"\nadversarial items, limit {args.limit:g}s (each alone, then all at once):")
     worst = 0.0
     for label, comp, gold in adversarial_batch():
@@ -220,7 +246,7 @@ def main() -> int:
         took = time.perf_counter() - start
         worst = max(worst, took)
         flag = "ok" if took <= args.limit + 0.5 else "OVER"
-        print(f"  {label:24s} {took:6.2f}s  score {out[0]}  {flag}")
+        print(f"  {label:24s} {took:7.4f}s  score {out[0]}  {flag}")
     items = adversarial_batch()
     rewards._verdicts.clear()
     start = time.perf_counter()
