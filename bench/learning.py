@@ -9,11 +9,18 @@ by name, GRPOConfig):
   groups' too, so dropping them also raises the step size by about 1/(1-f)): it
   separates that effect from choosing which groups to train;
 - ``grpo``: ``grpo train`` (the same trajectory as ``bare``: a check of grpo's overhead);
-- ``dynamic``: ``grpo train`` with dynamic sampling (``sampling.dynamic``).
+- ``dynamic``: ``grpo train`` with dynamic sampling (``sampling.dynamic``);
+- ``zvp-ALPHA``: ``grpo train`` with RL-ZVP (``learning.method: zvp(alpha=ALPHA)``): flat
+  correctness groups teach through entropy-shaped token advantages;
+- ``sign``: ``learning.method: sign`` (flat groups get +-0.1 on every token: zvp's control);
+- ``iter2``: two optimizer steps per generation batch (``num_iterations: 2``);
+- ``gen2``: two completions per prompt and twice the prompts per step (``num_generations: 2``);
+- ``A+B``: both (``zvp-0.1+iter2``).
 
 Axes: ``--axis tokens`` trains each run until it has generated the same number of
 completion tokens (dynamic sampling's dropped groups count); ``--axis steps`` gives
-each run the same number of optimizer steps. ``--lrs`` sweeps learning rates (a
+each run the same number of optimizer steps; ``--axis time`` the same seconds of
+training (``--seconds``; on a quiet machine: run it alone). ``--lrs`` sweeps learning rates (a
 constant rate after warm-up, so stopping at the budget is fair); ``--seeds`` repeats.
 Held-out accuracy is measured as ``grpo eval`` measures it (``--limit`` test prompts,
 200 by default, greedy, math.correctness at full marks); every accuracy is printed with
@@ -58,7 +65,8 @@ import torch
 from transformers import TrainerCallback
 import trl
 
-budget, out = int(sys.argv[1]), sys.argv[2]  # budget 0: no token stop (equal steps)
+kind, _, amount = sys.argv[1].partition(":")  # tokens:N, seconds:S, or none (equal steps)
+budget, seconds, out = int(amount) if kind == "tokens" else 0, float(amount) if kind == "seconds" else 0.0, sys.argv[2]
 TOKENS = {"n": 0}
 DENOMINATOR = {"trained_only": False}  # the control arm: flat groups kept, left out of the loss denominator
 _real = trl.GRPOTrainer._generate_and_score_completions
@@ -82,11 +90,22 @@ STEPS = []
 
 
 class Budget(TrainerCallback):
+    start = None
+
+    def on_train_begin(self, args, state, control, **kw):
+        Budget.start = time.time()
+
+    def on_step_end(self, args, state, control, **kw):
+        if seconds and time.time() - Budget.start >= seconds:
+            control.should_training_stop = True
+
     def on_log(self, args, state, control, logs=None, **kw):
         if logs and "reward" in logs:
             STEPS.append({"time": time.time(), "tokens": TOKENS["n"], **{k: v for k, v in logs.items()
                           if isinstance(v, (int, float))}})
-            if budget and TOKENS["n"] >= budget:
+            # a batch that serves several steps (num_iterations) is trained to its end: its tokens are spent
+            every = max(1, args.steps_per_generation * args.num_iterations // args.gradient_accumulation_steps)
+            if budget and TOKENS["n"] >= budget and state.global_step % every == 0:
                 control.should_training_stop = True
 
 
@@ -174,7 +193,33 @@ def _step_time(steps: list[dict]) -> float:
     return statistics.median(gaps) if gaps else float("nan")
 
 
-ARMS = ("bare", "denominator", "grpo", "dynamic")
+ARMS = ("bare", "denominator", "grpo", "dynamic", "zvp-0.05", "zvp-0.1", "zvp-0.2", "sign", "iter2", "gen2")
+
+
+def arm_flags(arm: str, opts) -> list[str]:
+    """``grpo train``'s overrides for an arm (``A+B``: both arms' flags)."""
+    flags: list[str] = []
+    for part in arm.split("+"):
+        if part == "dynamic":
+            flags += ["--sampling.dynamic", "true", "--sampling.max_rounds", str(opts.max_rounds),
+                      "--sampling.metric", opts.metric]
+        elif part.startswith("zvp-"):
+            flags += ["--learning.method", f"zvp(alpha={float(part[4:])})", "--learning.metric", opts.metric]
+        elif part == "sign":
+            flags += ["--learning.method", "sign", "--learning.metric", opts.metric]
+        elif part == "iter2":
+            flags += ["--num_iterations", "2"]
+        elif part == "gen2":
+            flags += ["--num_generations", "2"]
+        elif part != "grpo":
+            raise SystemExit(f"unknown arm {part!r} in {arm!r}; arms: {', '.join(ARMS)} (or A+B)")
+    if "--sampling.dynamic" not in flags:
+        flags += ["--sampling.dynamic", "false"]
+    return flags
+
+
+def _arm_order(arm: str) -> tuple:
+    return (ARMS.index(arm) if arm in ARMS else len(ARMS), arm)
 
 
 def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict, base: float | None = None) -> dict:
@@ -182,18 +227,18 @@ def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict, base: float 
     (``--axis tokens``) or for ``--steps`` optimizer steps (``--axis steps``), then evaluated
     (the base model too, unless its accuracy ``base`` on these prompts is known)."""
     out = tmp / f"{opts.axis}-{arm}-{lr:g}-{seed}"
-    budget, max_steps = (opts.budget, opts.max_steps) if opts.axis == "tokens" else (0, opts.steps)
+    budget, max_steps = {"tokens": (f"tokens:{opts.budget}", opts.max_steps),
+                         "time": (f"seconds:{opts.seconds}", opts.max_steps),
+                         "steps": ("none", opts.steps)}[opts.axis]
     # merged sampling off: the arms differ only in what they test (bare TRL samples from peft's layers)
     common = ["--seed", str(seed), "--learning_rate", str(lr), "--lr_scheduler_type", "constant_with_warmup",
               "--heldout.enabled", "false", "--max_steps", str(max_steps), "--model.merged_sampling", "false",
               *opts.extra]
     if arm in ("bare", "denominator"):
-        result = _run(BARE, [str(budget), str(out), str(opts.config), str(seed), str(max_steps), str(lr),
+        result = _run(BARE, [budget, str(out), str(opts.config), str(seed), str(max_steps), str(lr),
                              "trained" if arm == "denominator" else "all"], env)
     else:
-        dyn = ["--sampling.dynamic", "true", "--sampling.max_rounds", str(opts.max_rounds),
-               "--sampling.metric", opts.metric] if arm == "dynamic" else ["--sampling.dynamic", "false"]
-        result = _run(GRPO, [str(budget), str(out), str(opts.config), *common, *dyn], env)
+        result = _run(GRPO, [budget, str(out), str(opts.config), *common, *arm_flags(arm, opts)], env)
     acc = _eval(opts.config, out / "adapter", opts.extra, env, opts.limit, base is None)
     steps = result["steps"]
     return {"arm": arm, "axis": opts.axis, "lr": lr, "seed": seed, "base": acc["base"] if base is None else base,
@@ -214,12 +259,12 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 
 
 def table(rows: list[dict]) -> str:
-    head = f"{'arm':11} {'axis':6} {'lr':>7} {'seed':>4} {'held-out acc':>15} {'(base)':>7} {'flat':>5} " \
+    head = f"{'arm':14} {'axis':6} {'lr':>7} {'seed':>4} {'held-out acc':>15} {'(base)':>7} {'flat':>5} " \
            f"{'tokens':>7} {'steps':>5} {'wall s':>7} {'s/step':>7}"
     lines = [head, "-" * len(head)]
     for r in rows:
         se = binomial_se(r["accuracy"], r.get("prompts", 0))
-        lines.append(f"{r['arm']:11} {r['axis']:6} {r['lr']:>7g} {r['seed']:>4} {r['accuracy']:>7.3f} ± {se:.3f} "
+        lines.append(f"{r['arm']:14} {r['axis']:6} {r['lr']:>7g} {r['seed']:>4} {r['accuracy']:>7.3f} ± {se:.3f} "
                      f"{r['base']:>7.3f} {r['flat']:>5.2f} {r['tokens']:>7} {r['steps']:>5} {r['wall']:>7.0f} "
                      f"{r['step_time']:>7.2f}")
     return "\n".join(lines)
@@ -231,18 +276,32 @@ def summary(rows: list[dict]) -> list[str]:
     cells: dict[tuple, list[dict]] = {}
     for r in rows:
         cells.setdefault((r["axis"], r["arm"], r["lr"]), []).append(r)
-    out = [f"{'axis':6} {'arm':11} {'lr':>7} {'seeds':>5} {'mean acc ± se':>15} {'base':>6} {'steps':>6} "
+    out = [f"{'axis':6} {'arm':14} {'lr':>7} {'seeds':>5} {'mean acc ± se':>15} {'base':>6} {'steps':>6} "
            f"{'tokens':>7}"]
     best: dict[tuple, tuple] = {}
     for (axis, arm, lr), rs in sorted(cells.items()):
         m, se = mean_se([r["accuracy"] for r in rs])
-        out.append(f"{axis:6} {arm:11} {lr:>7g} {len(rs):>5} {m:>7.3f} ± {se:5.3f} "
+        out.append(f"{axis:6} {arm:14} {lr:>7g} {len(rs):>5} {m:>7.3f} ± {se:5.3f} "
                    f"{statistics.mean(r['base'] for r in rs):>6.3f} {statistics.mean(r['steps'] for r in rs):>6.1f} "
                    f"{statistics.mean(r['tokens'] for r in rs):>7.0f}")
         if (axis, arm) not in best or m > best[(axis, arm)][0]:
             best[(axis, arm)] = (m, se, lr)
     for (axis, arm), (m, se, lr) in sorted(best.items()):
         out.append(f"best rate, {axis}: {arm} at lr {lr:g}: {m:.3f} ± {se:.3f}")
+    return out + differences(best)
+
+
+def differences(best: dict[tuple, tuple]) -> list[str]:
+    """Each arm's best against bare TRL's best on the same axis: the difference of the means,
+    its standard error (the two means' SEs in quadrature) and their ratio."""
+    out = []
+    for (axis, arm), (m, se, lr) in sorted(best.items()):
+        if arm == "bare" or (axis, "bare") not in best:
+            continue
+        mb, seb, lrb = best[(axis, "bare")]
+        d, sd = m - mb, (se ** 2 + seb ** 2) ** 0.5
+        ratio = f"{d / sd:+.1f} SE" if sd > 0 else "n/a"
+        out.append(f"difference, {axis}: {arm} (lr {lr:g}) - bare (lr {lrb:g}): {d:+.3f} ± {sd:.3f} ({ratio})")
     return out
 
 
@@ -259,9 +318,11 @@ def done(rows: list[dict], arm: str, axis: str, lr: float, seed: int) -> bool:
 def _options():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "examples" / "quickstart.yaml")
-    parser.add_argument("--arms", nargs="+", default=["bare", "denominator", "dynamic"], choices=ARMS)
-    parser.add_argument("--axis", choices=("tokens", "steps"), default="tokens",
-                        help="equal completion-token budget, or equal optimizer steps")
+    parser.add_argument("--arms", nargs="+", default=["bare", "denominator", "dynamic"],
+                        help=f"arms: {', '.join(ARMS)}, or two joined by + (zvp-0.1+iter2)")
+    parser.add_argument("--axis", choices=("tokens", "steps", "time"), default="tokens",
+                        help="equal completion-token budget, equal optimizer steps, or equal seconds of training")
+    parser.add_argument("--seconds", type=float, default=150.0, help="seconds of training per run (--axis time)")
     parser.add_argument("--lrs", type=float, nargs="+", default=None,
                         help="learning rates to sweep (default: the config's)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -309,6 +370,9 @@ def main() -> None:
     import yaml
 
     lrs = opts.lrs or [float(yaml.safe_load(opts.config.read_text())["learning_rate"])]
+    for arm in opts.arms:
+        if arm not in ("bare", "denominator"):
+            arm_flags(arm, opts)  # an unknown arm stops here, before any run
     previous = read_results(opts.results)
     rows: list[dict] = []
     t0 = time.perf_counter()
@@ -345,7 +409,7 @@ def main() -> None:
             for future in [pool.submit(cell, k, *c) for k, c in numbered]:
                 future.result()
     every = sorted(previous + rows if not opts.quick else rows,
-                   key=lambda r: (r["axis"], r["lr"], ARMS.index(r["arm"]), r["seed"]))
+                   key=lambda r: (r["axis"], r["lr"], _arm_order(r["arm"]), r["seed"]))
     print(f"\n{len(rows)} runs now, {len(every)} in all ({time.perf_counter() - t0:.0f} s)")
     print(table(every))
     print()

@@ -23,19 +23,26 @@ def bench():
 
 def test_learning_bench_smoke_mode_runs_every_arm():  # two cells at a time after the first (--jobs 2)
     env = {k: v for k, v in os.environ.items() if k != "GRPO_PLUGINS"}  # the installed plugins, as a user has them
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "learning.py"), "--quick", "--arms", "bare",
-                           "denominator", "dynamic", "--lrs", "1e-3", "--jobs", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT,
+    arms = ["bare", "dynamic", "zvp-0.1", "iter2"]
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "learning.py"), "--quick", "--arms", *arms,
+                           "--lrs", "1e-3", "--jobs", "2"], capture_output=True, text=True, timeout=600, cwd=ROOT,
                           env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     rows = [line.split() for line in proc.stdout.splitlines()
-            if line.split()[:1] in (["bare"], ["denominator"], ["grpo"], ["dynamic"]) and len(line.split()) == 13]
-    assert [r[0] for r in rows][-3:] == ["bare", "denominator", "dynamic"]  # one seed, the table in arm order
-    assert len(rows) == 6  # each cell's line as it ends, then the table
-    # the budget (64 completion tokens: 8 completions x 8 tokens) stops bare and the control after one
-    # step; dynamic sampling's extra rounds count toward the tokens generated
-    tokens = [int(r[9]) for r in rows[-3:]]
-    assert tokens[:2] == [64, 64] and tokens[2] >= 64
-    assert "best rate, tokens: denominator at lr 0.001" in proc.stdout
+            if line.split()[:1] in [[a] for a in arms] and len(line.split()) == 13]
+    assert [r[0] for r in rows][-4:] == arms  # one seed, the table in arm order
+    assert len(rows) == 8  # each cell's line as it ends, then the table
+    tokens, steps = {r[0]: int(r[9]) for r in rows[-4:]}, {r[0]: int(r[10]) for r in rows[-4:]}
+    # the budget (64 completion tokens: 8 completions x 8 tokens, a random model never ends early) stops
+    # bare and zvp after one step; iter2 trains each batch twice: 2 steps on the same 64 tokens
+    assert (tokens["bare"], tokens["zvp-0.1"], tokens["iter2"]) == (64, 64, 64)
+    assert (steps["bare"], steps["zvp-0.1"], steps["iter2"]) == (1, 1, 2)
+    # a random model answers nothing right: every group is flat, dynamic sampling runs all 3 rounds
+    # and every round's tokens count
+    assert tokens["dynamic"] == 3 * 64
+    acc = {r[0]: float(r[4]) for r in rows[-4:]}
+    d = acc["zvp-0.1"] - acc["bare"]
+    assert f"difference, tokens: zvp-0.1 (lr 0.001) - bare (lr 0.001): {d:+.3f}" in proc.stdout
 
 
 def test_standard_errors_and_best_rates_by_hand():
@@ -51,3 +58,11 @@ def test_standard_errors_and_best_rates_by_hand():
     assert "best rate, steps: bare at lr 0.0005: 0.400 ± 0.100" in lines  # mean 0.4, stdev 0.1414 / sqrt 2
     assert "best rate, steps: dynamic at lr 0.001: 0.600 ± 0.100" in lines
     assert b.done(rows, "bare", "steps", 5e-4, 0) is True and b.done(rows, "bare", "steps", 2e-3, 0) is False
+
+
+def test_differences_against_bare_by_hand():
+    b = bench()
+    best = {("tokens", "bare"): (0.40, 0.03, 2.5e-4), ("tokens", "zvp-0.1"): (0.50, 0.04, 5e-4),
+            ("steps", "zvp-0.1"): (0.5, 0.1, 1e-3)}  # no bare on steps: no difference to show
+    assert b.differences(best) == [
+        "difference, tokens: zvp-0.1 (lr 0.0005) - bare (lr 0.00025): +0.100 ± 0.050 (+2.0 SE)"]  # 0.05 = hypot(.03, .04)

@@ -81,3 +81,16 @@ def register_environments(register: Callable[..., None]) -> None:
         tools and an optional ``get_reward()``. A class registered directly is its
         own factory: its ``__init__`` keywords are the parameters.
     """
+
+
+@hookspec
+def register_advantages(register: Callable[..., None]) -> None:
+    """Register learning methods: ``register(name, factory, *, description=None)``.
+
+    :param register: call once per method. ``factory(**params)`` returns the method,
+        an object with ``rows(scored) -> Advantages`` and optionally
+        ``tokens(rows, extra, entropies, mask)`` (per-token advantages at loss time);
+        see :mod:`grpo_core.trainer.methods.base`. A config picks one with
+        ``learning.method: NAME`` or ``NAME(key=value)``; its keyword parameters with
+        defaults are the method's parameters.
+    """

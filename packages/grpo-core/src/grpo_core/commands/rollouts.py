@@ -12,7 +12,9 @@ from grpo_core.base.tables import number
 from grpo_core.commands import SUMMARIES
 from grpo_core.rewards.reward import resolve
 from grpo_core.rewards.specs import parse_spec
+from grpo_core.run.outputs import METRICS, read_jsonl
 from grpo_core.trainer import rollout_log
+from grpo_core.trainer.batch import run_tokens, summary
 
 EPILOG = """\
 filters (rows that match any given filter are listed, grouped by step):
@@ -145,6 +147,9 @@ def run(args) -> int:
         _print_rows(listed[:args.limit], len(listed), args.json)
     else:
         _print_groups(rows, args.groups, args.json)
+    tokens = summary(*run_tokens(read_jsonl(run_dir / METRICS)))
+    if tokens and not args.json:
+        print(f"\nThe run: {tokens}")
     return 0
 
 

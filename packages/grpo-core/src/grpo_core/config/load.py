@@ -34,6 +34,7 @@ from grpo_core.base.params import bind_params
 from grpo_core.base.problems import Problems
 from grpo_core.config import openr1
 from grpo_core.config.batch_shape import check_config_shape
+from grpo_core.config.learning import check_learning
 from grpo_core.config.models import check_model_id
 from grpo_core.config.openr1 import REMOTE
 from grpo_core.config.overrides import (
@@ -52,6 +53,7 @@ from grpo_core.config.schema import (
     DatasetSection,
     HealthSection,
     HeldoutSection,
+    LearningSection,
     LogSection,
     ModelSection,
     RunConfig,
@@ -146,9 +148,11 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
         cli=cli, explicit=set(training) | set(cli), env=env, environment=environment, overrides=tuple(overrides),
         log=_log(raw, problems), sampling=_sampling(raw, problems),
         heldout=read_section(raw, "heldout", HeldoutSection, "", problems), notes=problems.notes,
+        learning=read_section(raw, "learning", LearningSection, "", problems),
     )
     if stages:
         problems.attempt(check_sampling_metric, cfg)
+        problems.attempt(check_learning, cfg)
     check_config_shape(cfg, problems, recipe)
     problems.raise_if_any(str(path) if path else "the config")
     return cfg

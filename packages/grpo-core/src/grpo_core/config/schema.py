@@ -13,7 +13,7 @@ from typing import Any
 from grpo_core.base.problems import Problems
 
 SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights", "environment", "tools",
-            "log", "sampling", "heldout")
+            "log", "sampling", "heldout", "learning")
 
 
 def setting(default: Any = None, help: str = "", *, choices: tuple | None = None, minimum: float | None = None,
@@ -130,6 +130,15 @@ class SamplingSection:
 
 
 @dataclass
+class LearningSection:
+    method: str = setting("grpo", "How a scored batch becomes advantages: grpo (TRL's, unchanged), zvp (RL-ZVP: flat "
+                          "correctness groups teach through entropy-shaped token advantages), sign (a control), or a "
+                          "plugin's method; parameters as in a reward spec: zvp(alpha=0.1).")
+    metric: str = setting("auto", "The correctness reward zvp and sign judge flat groups on: a reward's logged name, "
+                          "or auto (the stages' one reward registered as correctness).")
+
+
+@dataclass
 class HeldoutSection:
     enabled: bool | str = setting("auto", "Held-out accuracy during training (eval/accuracy): auto (when the "
                                   "dataset has a held-out split), true, false.", choices=AUTO)
@@ -150,7 +159,7 @@ class AdaptiveSection:
 
 # each section's dataclass, by its key in the config ("adaptive_weights" is AdaptiveSection)
 SECTION_TYPES = {"model": ModelSection, "dataset": DatasetSection, "health": HealthSection, "log": LogSection,
-                 "sampling": SamplingSection, "heldout": HeldoutSection, "adaptive_weights": AdaptiveSection}
+                 "sampling": SamplingSection, "heldout": HeldoutSection, "learning": LearningSection, "adaptive_weights": AdaptiveSection}
 # the keys that are not a dataclass section: what each takes
 OTHER_KEYS = {
     "rewards": "The rewards, each a spec: name, name:weight, name(key=value):weight, a local file's function "
@@ -201,6 +210,7 @@ class RunConfig:
     log: LogSection = field(default_factory=LogSection)
     sampling: SamplingSection = field(default_factory=SamplingSection)
     heldout: HeldoutSection = field(default_factory=HeldoutSection)
+    learning: LearningSection = field(default_factory=LearningSection)
     notes: list[str] = field(default_factory=list)  # what was read otherwise than written (removed, ignored fields)
 
     @property

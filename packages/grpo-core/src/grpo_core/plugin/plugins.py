@@ -25,7 +25,7 @@ from grpo_core.base.version import __version__
 
 ENTRY_POINT_GROUP = "grpo"
 ENV_VAR = "GRPO_PLUGINS"
-DEFAULT_PLUGINS = ("grpo_core.data.builtins",)
+DEFAULT_PLUGINS = ("grpo_core.data.builtins", "grpo_core.trainer.methods")
 OWN_DISTRIBUTIONS = ("grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code")  # loaded first
 
 pm = pluggy.PluginManager("grpo")

@@ -279,6 +279,7 @@ KEYWORDS: dict[str, dict] = {
     "register_system_prompts": {"answer_template": None},
     "register_probes": {"right": _check_bool},
     "register_environments": {},
+    "register_advantages": {},
 }
 
 
@@ -315,4 +316,15 @@ def environments() -> Registry:
     return collect("register_environments", "environment", dotted=False, validate=_check_environment)
 
 
-__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments"]
+def _check_method(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise RegistryError(f"learning method '{name}' factory is {factory!r:.80}, not a callable that returns a "
+                            f"method.")
+
+
+def advantages() -> Registry:
+    """Learning methods (``register_advantages``): the built-ins' plain names, plugins' dotted."""
+    return collect("register_advantages", "learning method", dotted=False, validate=_check_method)
+
+
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments", "advantages"]

@@ -12,6 +12,7 @@ import copy
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from grpo_core.config.learning import metric_of, parse_method
 from grpo_core.config.precision import Precision, sampling_autocast
 from grpo_core.rewards.environments import trainer_kwargs
 from grpo_core.rewards.policy import PolicySettings, Stalls
@@ -24,6 +25,7 @@ from grpo_core.run.prepare import (
     merged_sampling,
 )
 from grpo_core.run.resume import settings_of
+from grpo_core.trainer.batch import LearningSettings
 from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.features import Features
@@ -55,7 +57,17 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
         rollout_log=RolloutLogSettings(prepared.root / FOLDER, every, plan.section.name, offset,
                                        prompt_index(prepared.train_ds)) if every else None,
         resume=ResumeSettings(settings_of(cfg, plan, len(prepared.train_ds))),
-        trainable=precision.trainable if precision is not None and precision.trainable != "float32" else None)
+        trainable=precision.trainable if precision is not None and precision.trainable != "float32" else None,
+        learning=learning_of(cfg, plan))
+
+
+def learning_of(cfg, plan: StagePlan) -> LearningSettings:
+    """``learning`` for one stage: the method (checked when the config loaded) and the
+    stage's correctness reward it judges groups on, with its right and wrong scores."""
+    method = parse_method(cfg.learning.method)
+    found = metric_of(list(plan.funcs), cfg.learning.metric)
+    metric, right, wrong = found if found is not None else (None, 1.0, 0.0)
+    return LearningSettings(method.name, method.params, metric, right, wrong)
 
 
 def build_trainer(prepared: Prepared, plan: StagePlan, model, tokenizer, *, callbacks: Sequence = (),

@@ -36,7 +36,8 @@ def reward_names(logs: dict) -> list[str]:
 
 # the step line's single figures after the rewards: (metric, label, format)
 LINE_FIGURES = (("eval/accuracy", "held-out accuracy", ".2f"), ("frac_reward_zero_std", "zero-std", ".2f"),
-                ("kl", "kl", ".4f"), ("completions/mean_length", "len", ".0f"))
+                ("kl", "kl", ".4f"), ("completions/mean_length", "len", ".0f"),
+                ("tokens/teaching_share", "tokens teaching", ".0%"))
 
 
 def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None,

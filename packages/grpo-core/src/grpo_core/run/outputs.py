@@ -83,6 +83,21 @@ def checkpoint_step(checkpoint: Path) -> int:
     return int(json.loads((checkpoint / "trainer_state.json").read_text()).get("global_step", 0))
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSONL file (``metrics.jsonl``); a half-written last line is skipped."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
 def truncate_jsonl(path: Path, max_step: int) -> None:
     """Keep the records up to ``max_step``: a resumed run writes the rest again."""
     if not path.is_file():

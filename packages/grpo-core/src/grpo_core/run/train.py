@@ -41,6 +41,7 @@ from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
     prepare,
 )
 from grpo_core.trainer import rollout_log
+from grpo_core.trainer.batch import run_tokens, summary
 
 
 @dataclass
@@ -373,6 +374,9 @@ def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
           + (", merged/" if result.merged_dir else "")
           + f", {METRICS}, {PLOT}, {RESOLVED}"
           + (f", {HEALTH} ({len(result.health_events)} warnings)" if result.health_events else "") + ".")
+    tokens = summary(*run_tokens(outputs.read_jsonl(root / METRICS)))
+    if tokens:
+        r.log(tokens)
     return result
 
 

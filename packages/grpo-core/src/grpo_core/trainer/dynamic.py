@@ -188,15 +188,14 @@ class DynamicSampling:
         self.dataset = dataset
         self.group_size = group_size
         self.stream = PromptStream(len(dataset), seed=seed)
+        self.picks: list[tuple[int, int]] = []  # the last batch's trained (round, group over every process)
 
     def generate(self, trainer, inputs: list[dict]) -> dict:
         """Rounds of generation until each process has its groups with a spread (or the
-        rounds run out), merged into one batch of TRL's shape."""
+        rounds run out), merged into one batch of TRL's shape; :attr:`picks` says which
+        (round, group) it holds."""
         g, procs, me = self.group_size, trainer.accelerator.num_processes, trainer.accelerator.process_index
         local = len(inputs) // g
-        log = trainer.rollout_log
-        if log is not None:
-            log.hold()  # each round's records wait until its groups are chosen
         outputs, flags, scores = [], [], []
         logged = {k: len(v) for k, v in trainer.metrics().items()}
         names, weights = list(trainer.reward_func_names), trainer.reward_weights.tolist()
@@ -215,8 +214,8 @@ class DynamicSampling:
             trained = trained_scores(scores, names, picks, g)
             relog(trainer.metrics(), logged, trained_figures(trained, weights, g))
             trainer.set_batch_rewards(trained)  # what adaptive weights read
-        if log is not None:
-            log.release(set(picks))
+        # in the batch's row order (one round: TRL's own order); the rollout log marks them trained
+        self.picks = picks if len(outputs) > 1 else sorted(picks)
         for name, value in metrics(flags, chosen, local, procs).items():
             trainer.record_metric(f"sampling/{name}", value)
         if len(outputs) == 1:

@@ -15,6 +15,8 @@ module of its own, testable without a trainer:
 ``resume``                    exact resume (:mod:`grpo_core.trainer.exact_resume`)
 ``trainable``                 the dtype trainable weights are cast to (pure low
                               precision: the adapters too); None: as loaded
+``learning``                  the learning method and what it judges groups on
+                              (:mod:`grpo_core.trainer.batch`, :mod:`grpo_core.trainer.methods`)
 ============================  =================================================
 """
 
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grpo_core.rewards.policy import PolicySettings
+from grpo_core.trainer.batch import LearningSettings
 from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.generation import Sampling
@@ -44,7 +47,8 @@ class Features:
     rollout_log: RolloutLogSettings | None = None
     resume: ResumeSettings = ResumeSettings()
     trainable: str | None = None
+    learning: LearningSettings = LearningSettings()
 
 
 __all__ = ["Features", "Sampling", "GuardSettings", "PolicySettings", "DynamicSettings", "RolloutLogSettings",
-           "ResumeSettings"]
+           "ResumeSettings", "LearningSettings"]

@@ -26,7 +26,9 @@ A row is one completion:
 ``tool_calls``            tool calls in it
 ``reward/<name>``         each reward's score, None kept as null
 ``total``                 the weighted sum TRL logs (None left out)
-``advantage``             the advantage TRL computed (what the loss uses)
+``advantage``             the advantage the loss uses (TRL's, or the learning
+                          method's per completion; ``zvp`` shapes flat groups'
+                          tokens further at loss time)
 ``extra/<key>``           what rewards logged through ``log_extra`` (the
                           extracted answer, a code run's cause)
 dataset columns           the row's own columns (``answer``, ...), so that
@@ -80,19 +82,30 @@ class RolloutLog:
     written there, at once, or held (dynamic sampling) until :meth:`release` marks each
     group trained or dropped."""
 
-    def __init__(self, settings: RolloutLogSettings):
+    def __init__(self, settings: RolloutLogSettings, group_size: int = 1):
         self.settings = settings
+        self.group_size = group_size
         self._held: list[list[dict]] | None = None
 
     def hold(self) -> None:
         self._held = []
 
-    def release(self, trained: set[tuple[int, int]]) -> None:
-        """The held records written, each marked ``trained`` when its (round, group) is in ``trained``."""
+    def release(self, trained: Sequence[tuple[int, int]] | None = None,
+                advantages: Sequence[float] | None = None) -> None:
+        """The held records written. ``trained``: dynamic sampling's (round, group) trained, in
+        the batch's order (each record marked ``trained`` or not); ``advantages``: the learning
+        method's, one per row trained (the batch's order), replacing TRL's in the log."""
         held, self._held = self._held or [], None
+        order = {key: k for k, key in enumerate(trained)} if trained is not None else None
         for records in held:
-            for rec in records:
-                rec["trained"] = (rec["round"], rec["group"]) in trained
+            for i, rec in enumerate(records):
+                key = (rec["round"], rec["group"])
+                if order is not None:
+                    rec["trained"] = key in order
+                row = i if order is None else (order[key] * self.group_size + i % self.group_size
+                                               if key in order else None)
+                if advantages is not None and row is not None:
+                    rec["advantage"] = _num(advantages[row])
             self.write(records)
 
     def collect(self, trainer, inputs: list[dict], out: dict, round_: int = 0) -> None:

@@ -26,6 +26,7 @@ from trl import GRPOTrainer
 from trl.trainer.utils import use_adapter
 
 from grpo_core.trainer import reward_columns
+from grpo_core.trainer.batch import Chain
 from grpo_core.trainer.dynamic import DynamicSampling
 from grpo_core.trainer.exact_resume import ExactResume, take_learning_rate
 from grpo_core.trainer.features import Features
@@ -38,7 +39,7 @@ from grpo_core.trainer.rollout_log import RolloutLog
 PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_grad_norm", "_save_checkpoint",
            "_get_output_dir", "_load_optimizer_and_scheduler", "_get_learning_rate", "_prepare_inputs",
            "_buffered_inputs", "_step", "_logs", "_metrics", "_environment_pool", "_tokenizer",
-           "_get_per_token_logps_and_entropies")
+           "_get_per_token_logps_and_entropies", "_compute_loss")
 
 
 class GrpoTrainer(GRPOTrainer):
@@ -62,12 +63,16 @@ class GrpoTrainer(GRPOTrainer):
             _cast_trainable(self.model, getattr(torch, features.trainable))
         self.guard = Guard.of(features.guard, list(self.model.parameters()))
         self.generations = 0  # generation batches scored in training so far
-        self.rollout_log = RolloutLog(features.rollout_log) if features.rollout_log is not None else None
+        self.rollout_log = None if features.rollout_log is None else RolloutLog(
+            features.rollout_log, group_size=self.num_generations)
         self.dynamic = None if features.dynamic is None else DynamicSampling(
             features.dynamic, self.train_dataset, group_size=self.num_generations, seed=self.args.seed + 1,
             local_batch=self.args.per_device_train_batch_size * self.args.steps_per_generation)
+        self.chain = Chain(self, features.learning)
+        self._loss_batch = None  # the micro-batch whose token advantages the method shapes (loss time)
+        states = [self.chain.tokens, *([self.dynamic] if self.dynamic else [])]
         self.resume = ExactResume(features.resume, every=self.args.steps_per_generation * self.num_iterations,
-                                  rank=self.accelerator.process_index, states=[self.dynamic] if self.dynamic else [])
+                                  rank=self.accelerator.process_index, states=states)
         self.add_callback(_Hooks(self, report))
 
     # ---------------------------------------------------------------- TRL's methods, overridden
@@ -77,9 +82,29 @@ class GrpoTrainer(GRPOTrainer):
         return self.sampler.sample(sample, prompt_ids, self.accelerator.device.type)
 
     def _generate_and_score_completions(self, inputs):
-        if self.model.training and self.dynamic is not None:
-            return self.dynamic.generate(self, inputs)
+        if self.model.training:
+            return self.chain.batch(inputs)  # sample, score, merge, advantages, log (.batch)
         return self.score_round(inputs)
+
+    def _compute_loss(self, model, inputs):
+        if not (self.chain.shapes_tokens and self.model.training):
+            return super()._compute_loss(model, inputs)
+        # a copy: TRL's buffer keeps the per-row advantages (num_iterations > 1 reuses them)
+        self._loss_batch = dict(inputs)
+        try:
+            return super()._compute_loss(model, self._loss_batch)
+        finally:
+            self._loss_batch = None
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        batch = self._loss_batch
+        if batch is not None and entropies is not None:  # the loss's own call: TRL reads the advantages next
+            self._loss_batch = None
+            mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+            batch["advantages"] = self.chain.token_advantages(batch, entropies, mask)
+        return logps, entropies, aux
 
     def training_step(self, model, inputs, num_items_in_batch=None):
         loss = super().training_step(model, inputs, num_items_in_batch)
@@ -134,6 +159,7 @@ class GrpoTrainer(GRPOTrainer):
             self.beta = beta
         if training:
             self.generations += 1
+            self.chain.count(out)
             if self.rollout_log is not None:
                 self.rollout_log.collect(self, inputs, out, round_)
         return out
