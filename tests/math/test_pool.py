@@ -225,18 +225,56 @@ def test_stuck_checks_cost_one_time_limit_per_batch_not_one_per_wave():
     assert all(spare == 0 for _, spare in pool._pools)  # spare pools are not kept
 
 
-def test_a_timed_out_pair_is_remembered_and_not_checked_again(monkeypatch):
+def test_a_timed_out_check_is_not_remembered_as_an_answer(monkeypatch):
+    # a check that ran out of time on a busy machine scores 0.0 for that call only:
+    # the same pair is checked again next time (a served 0.5 against \frac{1}{2} once
+    # scored 0.0 for the rest of the server's life)
     from grpo_rewards_math import rewards
 
-    comps, golds = mixed_batch()
-    correctness(comps, golds, timeout=LIMIT, workers=2)  # the towers time out (or did earlier)
-    checked = []
-    real = rewards._check
-    monkeypatch.setattr(rewards, "_check", lambda keys, *a: checked.extend(keys) or real(keys, *a))
+    n = 7000 + 2 * (os.getpid() % 1000) + 1  # a pair no other test has cached; odd: n/2 is not whole
+    comps, golds = [f"Answer: {n / 2}"], [rf"\frac{{{n}}}{{2}}"]
+    calls = []
+    real = pool.run
+
+    def busy_once(func, keys, timeout, workers):
+        calls.append(list(keys))
+        return [pool.Outcome("timeout")] * len(keys) if len(calls) == 1 else real(func, keys, timeout, workers)
+
+    monkeypatch.setattr(pool, "run", busy_once)
     metrics = {}
-    out = correctness(comps, golds, timeout=LIMIT, workers=2, log_metric=lambda k, v: metrics.setdefault(k, v))
-    assert out == EXPECTED
-    assert checked == [] and metrics["math.correctness/timeouts"] == 2.0
+    assert correctness(comps, golds, workers=2, log_metric=lambda k, v: metrics.setdefault(k, v)) == [0.0]
+    assert metrics["math.correctness/timeouts"] == 1.0
+    assert correctness(comps, golds, workers=2) == [1.0]
+    assert len(calls) == 2 and calls[1] == calls[0]
+    assert rewards._cached(tuple(calls[0][0])) == (True, True)  # the answer is what is remembered
+
+
+ROUNDS_SCRIPT = """
+import json, threading, time
+from grpo_rewards_math import _worker, pool
+seen = []
+for _ in range(3):  # each round from a thread that ends after it, as a server's request or verl's call
+    t = threading.Thread(target=lambda: seen.append([o.value for o in pool.run(_worker.ping, [()] * 4, 30, 2)]))
+    t.start()
+    t.join()
+    time.sleep(0.5)  # a death signal tied to the thread would be delivered by now
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_pool_outlives_the_thread_that_first_used_it(tmp_path):
+    import json
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", ROUNDS_SCRIPT], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rounds = json.loads(proc.stdout.strip().splitlines()[-1])
+    forkservers = {ppid for r in rounds for _, ppid in r}
+    workers = {pid for r in rounds for pid, _ in r}
+    assert len(forkservers) == 1  # one forkserver for the three rounds
+    assert len(workers) <= 2  # the pool's two checkers, none started again
 
 
 def test_a_check_lost_with_its_worker_is_rerun_once_then_counted(monkeypatch):

@@ -12,7 +12,11 @@ its worker killed and replaced, and the batch goes on.
   caller's ``__main__``, so a script without a main guard is safe.
 - Lifetime: the forkserver dies with the trainer and the workers with the
   forkserver (Linux ``PR_SET_PDEATHSIG``), so a checker stuck in a computation
-  never outlives a trainer killed by SIGTERM or SIGKILL.
+  never outlives a trainer killed by SIGTERM or SIGKILL. The kernel ties that
+  signal to the *thread* that started the forkserver, so it is started from a
+  thread that lives as long as the process (``_Keeper``), never from the caller's:
+  a server or verl scores from short-lived threads, and a forkserver started there
+  died with the request (every request paid a new forkserver and new workers).
 - Size: ``workers`` argument, else ``GRPO_MATH_WORKERS``, else the usable CPUs
   divided by ``LOCAL_WORLD_SIZE`` (processes per host under torchrun or
   accelerate), at most 8. Created lazily on first use, kept for the process.
@@ -153,9 +157,56 @@ def get_pool(workers: int, spare: int = 0):
             atexit.register(shutdown)
             _atexit_registered = True
         os.environ[PARENT_ENV] = str(os.getpid())  # read by the forkserver it starts
-        pool = ProcessPool(max_workers=workers, initializer=_worker.init, context=_context())
+        context = _context()
+        if isinstance(context, _mpc.ForkServerContext):
+            _keeper().run(_forkserver_running)
+        pool = ProcessPool(max_workers=workers, initializer=_worker.init, context=context)
         _pools[key] = pool
         return pool
+
+
+def _forkserver_running() -> None:
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
+class _Keeper:
+    """A daemon thread that lives as long as the process and runs what must outlive the
+    thread that asked for it: starting the forkserver (see the module docstring)."""
+
+    def __init__(self):
+        import queue
+
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.pid = os.getpid()
+        threading.Thread(target=self._serve, name="grpo-math-keeper", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            func, done = self.jobs.get()
+            try:
+                done.set_result(func())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                done.set_exception(exc)
+
+    def run(self, func: Callable):
+        from concurrent.futures import Future
+
+        done: Future = Future()
+        self.jobs.put((func, done))
+        return done.result()
+
+
+_keeper_thread: _Keeper | None = None
+
+
+def _keeper() -> _Keeper:
+    """The process's keeper (a forked child starts its own: the parent's thread is not in it)."""
+    global _keeper_thread
+    if _keeper_thread is None or _keeper_thread.pid != os.getpid():
+        _keeper_thread = _Keeper()
+    return _keeper_thread
 
 
 def _forget(key: tuple[int, int], pool) -> None:

@@ -53,18 +53,6 @@ def _remember(key: tuple[str, str | None], value: tuple[bool, bool]) -> None:
             _verdicts[(key[0], None)] = (value[0], False)
 
 
-TIMED_OUT = (None, None)  # the verdict remembered for a pair whose check ran out of time
-
-
-def _remember_timeout(key: tuple[str, str | None]) -> None:
-    """A pair that ran out of time is not checked again: it would cost the limit again."""
-    with _cache_lock:
-        _verdicts[key] = TIMED_OUT
-        _verdicts.move_to_end(key)
-        while len(_verdicts) > _CACHE_SIZE:
-            _verdicts.popitem(last=False)
-
-
 def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
     """Decide without sympy when that is provably right: plain decimals on
     both sides compare exactly as decimals, integers and fractions of integers
@@ -93,7 +81,7 @@ def _fast(gold: str, cand: str | None) -> tuple[bool, bool] | None:
 class _Judged:
     scores: list[float | None]  # 1.0 / 0.0 / None per completion
     extractions: list
-    timeouts: int = 0  # items that ran out of time (now or in an earlier batch)
+    timeouts: int = 0  # items whose check ran out of time
     lost: int = 0  # items lost with a worker that died twice
     unevaluated: int = 0  # answers that left the arithmetic undone (scored 0.0)
 
@@ -131,10 +119,7 @@ def _judge(
                 continue
             key = (gold.value, cand)
             verdict = _fast(*key) or _cached(key)
-            if verdict == TIMED_OUT:
-                results[i] = 0.0
-                timeouts += 1
-            elif verdict is not None:
+            if verdict is not None:
                 results[i] = (1.0 if verdict[1] else 0.0) if verdict[0] else None
             else:
                 pending.setdefault(key, []).append(i)
@@ -146,9 +131,8 @@ def _judge(
                 gold_ok, equal = outcome.value
                 _remember(key, (bool(gold_ok), bool(equal)))
                 score = (1.0 if equal else 0.0) if gold_ok else None
-            elif outcome.status == "timeout":  # documented: a check past its limit scores 0.0
-                _remember_timeout(key)
-                timeouts += len(pending[key])
+            elif outcome.status == "timeout":  # documented: a check past its limit scores 0.0, and
+                timeouts += len(pending[key])  # is not remembered (a busy machine's time-out is no answer)
                 score = 0.0
             else:  # its worker died twice (memory cap, crash): 0.0, counted as lost
                 lost += len(pending[key])
