@@ -161,6 +161,57 @@ def test_full_marks_are_the_declared_maximum_not_the_best_row(tmp_path, capsys, 
     assert gold["math.correctness"]["top"] == 1.0 and gold["math.correctness"]["share_at_top"] == 1.0
 
 
+# a reward of one's own that raises on every `every`-th call, each call noted in calls.jsonl
+RAISING = """
+import json
+from pathlib import Path
+
+CALLS = []
+
+
+def raising(completions, every: int = 3, **kwargs):
+    if not completions:  # the empty probe when the reward is bound
+        return []
+    CALLS.append(len(completions))
+    raised = len(CALLS) % every == 0
+    with open(Path(__file__).with_name("calls.jsonl"), "a") as log:
+        log.write(json.dumps({"items": len(completions), "raised": raised}) + "\\n")
+    if raised:
+        raise ValueError(f"cannot score call {len(CALLS)}")
+    return [1.0 if "Answer:" in c[0]["content"] else 0.0 for c in completions]
+"""
+
+
+@pytest.mark.parametrize("every, code", [(3, 0), (1, 1)])
+def test_a_reward_that_raises_is_reported_with_its_failed_share_not_a_crash(every, code, tmp_path, capsys, no_model,
+                                                                            monkeypatch):
+    """The check calls rewards as training does (rewards/policy.py): a batch that raises
+    is scored item by item and the items that raise again score None, are not judged
+    (math.correctness keeps its 100 %) and are counted; past health.max_reward_errors
+    (0.2) the reward fails the check, as training would stop on it."""
+    (tmp_path / "my_rewards.py").write_text(RAISING)
+    monkeypatch.chdir(tmp_path)
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS * 50]  # 300 rows: two gold batches of the check
+    cfg = write_config(tmp_path, rows, ["math.correctness", f"my_rewards.py:raising(every={every}):0.5"])
+    assert main(["check", str(cfg), "--json", str(tmp_path / "r.json")]) == code
+    out = capsys.readouterr().out
+    calls = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    lost = sum(1 for c in calls if c["raised"] and c["items"] == 1)  # batches here are larger than one
+    items = sum(c["items"] for c in calls if c["items"] > 1)  # each completion is in one batch call
+    report = json.loads((tmp_path / "r.json").read_text())[0]
+    assert report["reward_errors"] == [{"reward": "raising", "failed": lost, "items": items, "max_share": 0.2,
+                                        "ok": every == 3}]
+    assert out.count("raised ValueError: cannot score call") == 1 and out.count("Traceback") == 1  # named once
+    assert "100.0% at 1" in out  # math.correctness judged on every gold, unaffected
+    if every == 3:  # the third call, a batch, raised; a third of its items raised again alone
+        assert 0 < lost < items * 0.2 and f"note raising failed on {lost} of {items} completions" in out
+        assert "check: ok" in out
+    else:
+        assert lost == items and f"FAIL raising failed on {items} of {items} completions (100.0% > " \
+            "health.max_reward_errors 0.2): training would stop on it" in out
+        assert "check: FAILED" in out
+
+
 @pytest.mark.parametrize("config", ["quickstart.yaml", "quickstart-gpu.yaml", "strict-tags.yaml", "two-stage.yaml"])
 def test_the_examples_pass(config, capsys, no_model, monkeypatch):
     monkeypatch.chdir(ROOT)
@@ -181,3 +232,25 @@ def test_check_imports_neither_trl_nor_peft_once_their_field_names_are_cached(tm
             for _ in range(2)]
     assert [r.stdout.split("\n")[-2] for r in runs] == ["0 True True", "0 False False"], runs[1].stderr[-2000:]
     assert len(list((tmp_path / "config").glob("*.json"))) == 2
+
+
+def test_a_correctness_reward_is_judged_on_the_golds_it_did_not_fail_on():
+    """Rows a reward raised on are counted as failures, not as golds it cannot read: a
+    correctness reward that reads every gold but raises on three of six rows passes the
+    gold self-test at 100 % of the three it scored (the check fails it for the failed
+    share instead, 3 of 6 > 0.2, as training would stop on it)."""
+    from grpo_core.checks.checks import gold_self_test
+    from grpo_core.rewards.policy import PolicySettings
+    from grpo_core.rewards.reward import Reward
+
+    def reads(completions, answer, **kwargs):
+        if any(a in ("3", "12") for a in answer):
+            raise ValueError("no reader for 3 and 12")
+        return [1.0 if a in c[0]["content"] else 0.0 for c, a in zip(completions, answer)]
+
+    reward = Reward("test.reads", reads, correctness=True)
+    rows = [{"question": q, "answer": a} for q, a in QUESTIONS]  # golds 4 9 9 3 12 3: rows 3, 4, 5 raise
+    (guard,) = PolicySettings().guard_check([reward], log=lambda line: None)
+    (gold,) = gold_self_test([reward], rows, "Answer: {answer}", [guard])
+    assert (gold.share, gold.ok, gold.short) == (1.0, True, [])
+    assert (guard.failed, guard.items, guard.ok) == (3, 6, False)

@@ -175,3 +175,58 @@ def test_a_reward_broken_mid_run_stops_with_a_checkpoint_and_the_resume_line(grp
     assert "checkpoint-2 (step 2, the last completed step)" in text and "--resume" in text
     assert (run / "checkpoint-2" / "adapter_model.safetensors").is_file()
     assert "Traceback" not in err.split("error:")[-1]  # one clean message, no TRL traceback at the end
+
+
+# a third-party reward in a local file: raises on every third call (a flaky service), and
+# notes each call in calls.jsonl (step None: grpo check, before training)
+EVERY_THIRD = '''
+import json
+from pathlib import Path
+
+CALLS = []
+
+
+def flaky(completions, trainer_state=None, **kwargs):
+    """The share of digits; raises on every third call."""
+    if not completions:  # the empty probe when the reward is bound
+        return []
+    CALLS.append(len(completions))
+    raised = len(CALLS) % 3 == 0
+    step = None if trainer_state is None else trainer_state.global_step + 1
+    with open(Path(__file__).with_name("calls.jsonl"), "a") as log:
+        log.write(json.dumps({"step": step, "items": len(completions), "raised": raised}) + "\\n")
+    if raised:
+        raise ValueError(f"flaky service: cannot score call {len(CALLS)}")
+    return [sum(ch.isdigit() for ch in c) / max(len(c), 1) for c in (x if isinstance(x, str) else x[0]["content"]
+                                                                       for x in completions)]
+'''
+
+
+def lost_items(calls: list[dict], step) -> int:
+    """Items a guarded reward loses: a batch that raises is scored again item by item,
+    and the single items that raise again are lost (batches here are larger than one)."""
+    return sum(1 for c in calls if c["step"] == step and c["raised"] and c["items"] == 1)
+
+
+def test_a_local_reward_raising_on_every_third_call_costs_items_in_the_check_and_training(grpo, tmp_path,
+                                                                                          monkeypatch):
+    """grpo check calls the rewards through training's failure policy: the reward's error
+    (a crash before training, once) costs the items it raised on in the check too, is
+    counted per step in metrics.jsonl and named once for the whole run."""
+    (tmp_path / "my_rewards.py").write_text(EVERY_THIRD)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = grpo(TINY, "--max_steps", "4", "--rewards", "test.digits", "my_rewards.py:flaky")
+    text = out + err
+    assert code == 0, text
+    assert "Done: 4 steps" in text
+    calls = [json.loads(x) for x in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    in_check = lost_items(calls, None)
+    assert any(c["step"] is None and c["raised"] and c["items"] > 1 for c in calls)  # the check hit a raise
+    assert in_check > 0 and f"flaky failed on {in_check} of " in text  # the check's summary line says so
+    steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    errors = {r["step"]: r["rewards/flaky/errors"] for r in steps if "rewards/flaky/errors" in r}
+    assert errors == {s: float(lost_items(calls, s)) for s in (1, 2, 3, 4)}
+    assert sum(errors.values()) > 0  # four steps of one 4-item call each: at least one raised again alone
+    # named once for the run: in the check, with its traceback, not again in training
+    assert text.count("raised ValueError: flaky service") == 1 and text.count("Traceback") == 1
+    assert text.index("raised ValueError") < text.index("grpo check: ok")

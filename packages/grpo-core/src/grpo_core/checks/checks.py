@@ -28,8 +28,12 @@ Two questions cost whole runs when their answer is wrong:
    (a tag reward whose tags differ from the prompt's pays 0 to all) teaches
    nothing, and fails.
 
-Rewards are called in batches of :data:`CHECK_BATCH`, each within the reward's
-time limit; one that runs past it is reported once and not judged.
+Rewards are called in batches of :data:`CHECK_BATCH`, through training's failure
+policy (``rewards/policy.py:CheckGuard``): each call within the reward's time limit
+(one that runs past it is reported once and not judged), an item that raises or
+returns no number scores None and is not judged, each kind named once for the run.
+4. **Failures**: a reward failing on more than ``health.max_reward_errors`` of the
+   completions tried fails, as training would stop on it.
 """
 
 from __future__ import annotations
@@ -53,11 +57,13 @@ from grpo_core.checks.report import (
     GoldResult,
     HedgePaid,
     ProbeResult,
+    RewardErrors,
     format_report,
     summary_line,
 )
 from grpo_core.data.datasets import check_columns, resolve_system_prompt
 from grpo_core.plugin import registry
+from grpo_core.rewards.policy import PolicySettings
 from grpo_core.rewards.scoring import needs_model, score_batch, weighted_totals
 
 GOLD_LIMIT = 2_000
@@ -95,24 +101,35 @@ def declared_reads_answers(reward) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _score(funcs: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[list], dict[str, list]]:
-    """Per reward, the scores of ``texts`` (as assistant messages, like training), and
-    what rewards logged per completion (e.g. the extracted answer). A reward model
-    is not loaded: it scores None."""
+def _score(guards: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[list], dict[str, list], list[list]]:
+    """Per reward (each under its :class:`CheckGuard`), the scores of ``texts`` (as
+    assistant messages, like training), what rewards logged per completion (e.g. the
+    extracted answer) and which items failed (raised or scored no number: not judged).
+    A reward model is not loaded: it scores None."""
 
-    per: list[list] = [[] for _ in funcs]
+    per: list[list] = [[] for _ in guards]
+    failed: list[list] = [[] for _ in guards]
     extras: dict[str, list] = {}
     for start in range(0, len(texts), CHECK_BATCH):  # batches the size training scores at once
         chunk = slice(start, start + CHECK_BATCH)
         completions = [[{"role": "assistant", "content": t}] for t in texts[chunk]]
-        scored = score_batch(funcs, [1.0] * len(funcs), completions, rows[chunk],
+        marks = [len(g.why) for g in guards]
+        scored = score_batch(guards, [1.0] * len(guards), completions, rows[chunk],
                              [r.get("prompt") for r in rows[chunk]], skip_model_rewards=True)
         for column, values in zip(per, scored.per_reward):
             column.extend(values)
+        for lost, g, mark in zip(failed, guards, marks):  # a reward skipped (uncalled) failed nowhere
+            why = g.why[mark:]
+            lost.extend([w is not None for w in why] + [False] * (len(completions) - len(why)))
         for key in set(extras) | set(scored.extras):
             got = scored.extras.get(key, [])
             extras.setdefault(key, [None] * start).extend(list(got) + [None] * (len(completions) - len(got)))
-    return per, extras
+    return per, extras, failed
+
+
+def _guards(funcs: Sequence, guards: Sequence | None) -> Sequence:
+    """The check's guards of ``funcs`` (default: training's policy with its default settings)."""
+    return guards if guards is not None else PolicySettings().guard_check(list(funcs))
 
 
 def _mean(values) -> float:
@@ -143,20 +160,23 @@ def _skipped(reward, rows: Sequence[dict] = ()) -> str | None:
     return None
 
 
-def gold_self_test(funcs: Sequence, rows: list[dict], template) -> list[GoldResult]:
+def gold_self_test(funcs: Sequence, rows: list[dict], template, guards: Sequence | None = None) -> list[GoldResult]:
+    """Each reward's share of rows whose gold it scores at full marks, over the rows it
+    did not fail on (those are counted apart: :class:`RewardErrors`)."""
     probes = [ProbeRow(r, gold_of(r), "", template) for r in rows]
     texts = [p.fill(p.gold) for p in probes]
-    per, extras = _score(funcs, texts, rows)
+    per, extras, failed = _score(_guards(funcs, guards), texts, rows)
     out = []
-    for f, scores in zip(funcs, per):
+    for f, scores, lost in zip(funcs, per, failed):
         name = f.__name__
-        top = top_of(f, scores)
-        at_top = [s is not None and s >= top - 1e-9 for s in scores]
+        judged = [i for i, x in enumerate(lost) if not x]
+        top = top_of(f, [scores[i] for i in judged])
+        at_top = {i: scores[i] is not None and scores[i] >= top - 1e-9 for i in judged}
         extracted = extras.get(f"{name}/answer") or [None] * len(rows)
         short = [{"row": i, "gold": probes[i].gold, "completion": texts[i][:200], "extracted": extracted[i],
-                  "score": scores[i]} for i, ok in enumerate(at_top) if not ok]
-        skipped = _skipped(f, rows)
-        out.append(GoldResult(name, top, sum(at_top) / len(at_top) if at_top else math.nan, is_correctness(f),
+                  "score": scores[i]} for i, ok in at_top.items() if not ok]
+        skipped = _skipped(f, rows) or (None if judged or not rows else "failed on every row: not judged")
+        out.append(GoldResult(name, top, sum(at_top.values()) / len(at_top) if at_top else math.nan, is_correctness(f),
                               [] if skipped else short, skipped))
     return out
 
@@ -222,7 +242,7 @@ def _rows(indices: list[int], rows: list[dict], ids: Sequence[int]) -> str:
 
 
 def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], template, probes: Sequence[Probe],
-               ids: Sequence[int] | None = None) -> tuple[dict[str, float], float, list[ProbeResult],
+               ids: Sequence[int] | None = None, guards: Sequence | None = None) -> tuple[dict[str, float], float, list[ProbeResult],
                                                            dict[str, float], list[HedgePaid]]:
     """(gold means per reward, gold total, one result per probe, the rewards that gave
     every completion tried one value: {name: value}, the rewards reading answers that pay
@@ -233,7 +253,7 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
     built = [ProbeRow(r, gold_of(r), wrong_answer(gold_of(r)), template) for r in rows]
     groups = [[b.fill(b.gold) for b in built], [b.fill(b.wrong) for b in built],
               [b.fill(shifted(b.gold)) for b in built]] + [[p.build(b) for b in built] for p in probes]
-    scored, n = _score_all(funcs, weights, groups, rows)
+    scored, n = _score_all(_guards(funcs, guards), weights, groups, rows)
     names = [f.__name__ for f in funcs]
     floors = {f.__name__: (f.range[0] if getattr(f, "range", None) else 0.0) for f in funcs}
 
@@ -255,10 +275,13 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
     return {m: _mean(v) for m, v in gold.items()}, _mean(gold_totals), results, flat, hedges
 
 
-def _score_all(funcs: Sequence, weights: Sequence[float], groups: list[list[str]], rows: list[dict]):
+def _score_all(guards: Sequence, weights: Sequence[float], groups: list[list[str]], rows: list[dict]):
+    """Every group scored; the total of a completion a reward failed on is NaN (not
+    judged: the other rewards' sum alone would understate it)."""
     texts = [t for g in groups for t in g]
-    per, _ = _score(funcs, texts, [r for _ in groups for r in rows])
-    return _Scored(per, weighted_totals(per, weights)), len(rows)
+    per, _, failed = _score(guards, texts, [r for _ in groups for r in rows])
+    totals = [math.nan if any(lost) else t for t, lost in zip(weighted_totals(per, weights), zip(*failed))]
+    return _Scored(per, totals), len(rows)
 
 
 @dataclass
@@ -268,14 +291,20 @@ class _Scored:
 
 
 def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], dataset, template, *,
-                limit: int = GOLD_LIMIT, probe_rows: int = PROBE_ROWS, seed: int = 0) -> CheckReport:
+                limit: int = GOLD_LIMIT, probe_rows: int = PROBE_ROWS, seed: int = 0,
+                policy: PolicySettings | None = None, log: Callable[[str], None] = print) -> CheckReport:
+    """One stage's check; ``policy``: the failure policy training applies (``health``),
+    under which every reward is called here too."""
     n = min(limit, len(dataset))
     rows = [dataset[i] for i in range(n)]
     picked = random.Random(seed).sample(range(len(dataset)), min(probe_rows, len(dataset)))
     sample = [dataset[i] for i in picked]
-    gold = gold_self_test(funcs, rows, template)
-    gold_means, gold_total, probes, flat, hedges = run_probes(funcs, weights, sample, template, all_probes(), picked)
-    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat, hedges)
+    guards = (policy or PolicySettings()).guard_check(list(funcs), log)
+    gold = gold_self_test(funcs, rows, template, guards)
+    gold_means, gold_total, probes, flat, hedges = run_probes(funcs, weights, sample, template, all_probes(), picked,
+                                                              guards)
+    errors = [RewardErrors(g.__name__, g.failed, g.items, g.max_share) for g in guards if g.failed]
+    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat, hedges, errors)
 
 
 def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_rows: int | None = None,
@@ -291,6 +320,7 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
     stages = ([(p.section.name, p.funcs, p.weights, p.args.seed) for p in plans] if plans is not None
               else _stages(cfg, train_ds.column_names))
     reports = []
+    policy = PolicySettings.of(cfg.health)
     env = getattr(cfg, "environment", None)
     scorers = ", ".join(f"'{e.name}'" for e in env.rewarded) if env is not None else ""
     if scorers:
@@ -301,8 +331,8 @@ def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_ro
             log(f"grpo check{f' [{name}]' if name != 'main' else ''}: skipped (no rewards to test; "
                 f"the environment scores rollouts itself).")
             continue
-        report = check_stage(name, funcs, weights, train_ds, template,
-                             limit=limit or GOLD_LIMIT, probe_rows=probe_rows or PROBE_ROWS, seed=seed)
+        report = check_stage(name, funcs, weights, train_ds, template, limit=limit or GOLD_LIMIT,
+                             probe_rows=probe_rows or PROBE_ROWS, seed=seed, policy=policy, log=log)
         log(summary_line(report) if brief and report.ok else format_report(report))
         reports.append(report)
     return reports

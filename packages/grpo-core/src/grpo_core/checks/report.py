@@ -45,6 +45,32 @@ class HedgePaid:
 
 
 @dataclass
+class RewardErrors:
+    """A reward that raised or returned no number on some completions of the check:
+    those scored None and were not judged. Past ``max_share`` (``health.max_reward_errors``)
+    it fails, as training would stop on it."""
+
+    name: str
+    failed: int
+    items: int  # completions it was called on
+    max_share: float
+
+    @property
+    def ok(self) -> bool:
+        return self.failed <= self.max_share * self.items
+
+    def text(self) -> str:
+        share = f"{self.failed / self.items:.1%}" if self.items else "all"
+        if self.ok:
+            return (f"{self.name} failed on {self.failed} of {self.items} completions ({share}, within "
+                    f"health.max_reward_errors {self.max_share:g}): those scored None and were not judged; "
+                    f"training counts them in rewards/{self.name}/errors and goes on")
+        return (f"{self.name} failed on {self.failed} of {self.items} completions ({share} > "
+                f"health.max_reward_errors {self.max_share:g}): training would stop on it. Fix the reward (its "
+                f"first failure is shown above), drop it from the rewards list, or raise health.max_reward_errors")
+
+
+@dataclass
 class CheckReport:
     stage: str
     rows: int
@@ -55,10 +81,12 @@ class CheckReport:
     probes: list[ProbeResult]
     flat: dict[str, float] = field(default_factory=dict)  # rewards that scored every completion tried alike
     hedges: list[HedgePaid] = field(default_factory=list)  # rewards reading answers that pay probes like the gold
+    errors: list[RewardErrors] = field(default_factory=list)  # rewards that failed on some completions
 
     @property
     def ok(self) -> bool:
-        return all(g.ok for g in self.gold) and not any(p.failures for p in self.probes) and not self.flat
+        return (all(g.ok for g in self.gold) and not any(p.failures for p in self.probes) and not self.flat
+                and all(e.ok for e in self.errors))
 
     def as_dict(self) -> dict:
         return {
@@ -67,6 +95,8 @@ class CheckReport:
                                 "correctness": g.correctness, "short": g.short[:20], "skipped": g.skipped}
                                for g in self.gold],
             "no_signal": self.flat,
+            "reward_errors": [{"reward": e.name, "failed": e.failed, "items": e.items, "max_share": e.max_share,
+                               "ok": e.ok} for e in self.errors],
             "hedge_paying": [{"reward": h.name, "correctness": h.correctness, "probes": h.probes, "rows": h.rows,
                               "gold": h.gold, "wrong": h.wrong} for h in self.hedges],
             "probes": {"rows": self.probe_rows, "gold": self.gold_means, "gold_total": self.gold_total,
@@ -107,6 +137,7 @@ def format_report(report: CheckReport) -> str:
     for name, value in report.flat.items():
         lines.append(f"  FAIL {name} gives every completion tried {value:.2f}, the gold included: it gives no "
                      f"learning signal (check its parameters against the system prompt's answer layout)")
+    lines += [f"  {'note' if e.ok else 'FAIL'} {e.text()}" for e in report.errors]
     lines.append("\ncheck: " + ("ok" if report.ok else "FAILED (grpo train stops here; --no-check skips it)"))
     return "\n".join(lines)
 
@@ -133,5 +164,7 @@ def _hedge_text(h: HedgePaid, n: int) -> str:
 
 def summary_line(report: CheckReport) -> str:
     gold = ", ".join(f"{g.name} {g.share:.0%}" for g in report.gold if g.correctness) or "no correctness reward"
+    failed = "".join(f"; {e.name} failed on {e.failed} of {e.items} completions (scored None, not judged)"
+                     for e in report.errors)
     return (f"grpo check{f' [{report.stage}]' if report.stage != 'main' else ''}: ok (gold self-test on "
-            f"{report.rows} rows: {gold}; {len(report.probes)} reward-hacking probes pass)")
+            f"{report.rows} rows: {gold}; {len(report.probes)} reward-hacking probes pass{failed})")

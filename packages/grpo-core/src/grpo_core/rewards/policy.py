@@ -12,7 +12,8 @@ themselves, and ``grpo rewards check``, still raise as written):
 - a wrong number of scores, a score that is not a number (``"1.0"``, ``["high"]``)
   and NaN/inf are the same kind of failure: ``None`` for the items concerned;
 - failures are counted in the metric ``rewards/<name>/errors`` (per batch), and
-  the first of each kind is logged once, with its traceback;
+  the first of each kind is logged once per run, with its traceback (a kind
+  ``grpo check`` named before training is not named again);
 - the run stops with :class:`RewardFailure`, naming the reward, its plugin and
   distribution, only when failures pass ``max_share`` of the items over the
   last ``window`` batches;
@@ -23,6 +24,12 @@ themselves, and ``grpo rewards check``, still raise as written):
   settings to change; ``drop`` goes on without it, said loudly once, its items
   scoring ``None`` uncalled (``rewards/<name>/dropped`` is 1 from then on). A dead
   reward server would otherwise cost its time limit on every step of the run.
+
+``grpo check`` calls the rewards through the same guard (:class:`CheckGuard`,
+:meth:`PolicySettings.guard_check`): an item that fails scores None and is not
+judged, and the check fails a reward whose failed share passes ``max_share``, as
+training would stop on it. The reward server keeps the guard per request
+(:class:`ScoringGuard`: nothing to stop, why each item scored None kept).
 """
 
 from __future__ import annotations
@@ -70,6 +77,17 @@ class PolicySettings:
     stalls: Stalls = Stalls()  # time-outs in a row (health.max_reward_timeouts, health.on_reward_timeout)
     time_limit: float | None = None  # rewards TRL adds (an environment's get_reward); ours carry their own
 
+    @classmethod
+    def of(cls, health) -> PolicySettings:
+        """The settings of a config's ``health`` section (``config.schema.HealthSection``)."""
+        return cls(health.window, health.max_reward_errors,
+                   Stalls(health.max_reward_timeouts, health.on_reward_timeout), health.reward_time_limit)
+
+    def guard_check(self, funcs: list, log: Callable[[str], None] = print) -> list:
+        """The composed rewards, each wrapped as ``grpo check`` calls them (:class:`CheckGuard`)."""
+        return [(AsyncCheckGuard if isinstance(f, AsyncReward) else CheckGuard)(
+            f, source=getattr(f, "source", ""), max_share=self.max_share, log=log) for f in funcs]
+
     def guard(self, funcs: list, log: Callable[[str], None] = print) -> list:
         """The composed rewards, each wrapped (:func:`guard_rewards`)."""
         return guard_rewards(funcs, window=self.window, max_share=self.max_share, log=log, stalls=self.stalls)
@@ -81,10 +99,16 @@ class PolicySettings:
 
 
 class GuardedReward:
-    """A TRL reward function around a :class:`Reward`; see the module docstring."""
+    """A TRL reward function around a :class:`Reward`; see the module docstring.
+    ``seen``: the kinds of failure already named (default: the reward's own record, so
+    a kind is named once per run, in ``grpo check`` or in training)."""
+
+    guarded = True  # scoring.call_reward: the guard keeps the time limit, no second one around it
+    # what the items that fail become, in the one message per kind
+    outcome = "those items score None (left out by TRL), counted in rewards/{name}/errors"
 
     def __init__(self, reward: Reward, *, source: str = "", window: int = 5, max_share: float = 0.2,
-                 log: Callable[[str], None] = print, stalls: Stalls = Stalls()):
+                 log: Callable[[str], None] = print, stalls: Stalls = Stalls(), seen: set | None = None):
         self.reward = reward
         self.__name__ = self.__qualname__ = reward.__name__
         self.required_columns = getattr(reward, "required_columns", ())
@@ -98,7 +122,7 @@ class GuardedReward:
         # calls in a row that timed out; one in grpo check before training counts
         self.in_a_row = 1 if getattr(reward, "timed_out", False) else 0
         self.dropped = False  # on_reward_timeout: drop, after max_in_a_row time-outs
-        self._seen_kinds: set[str] = set()
+        self._seen_kinds: set[str] = _named_kinds(reward) if seen is None else seen
 
     # ------------------------------------------------------------ the call
 
@@ -250,8 +274,7 @@ class GuardedReward:
         self._seen_kinds.add(kind)
         detail = "".join(traceback.format_exception(exc)).rstrip() if exc is not None else ""
         self.log(f"warning: reward '{self.__name__}'{f' ({self.source})' if self.source else ''} {what}; "
-                 f"those items score None (left out by TRL), counted in rewards/{self.__name__}/errors. "
-                 f"Shown once per kind." + (f"\n{detail}" if detail else ""))
+                 f"{self.outcome.format(name=self.__name__)}. Shown once per kind." + (f"\n{detail}" if detail else ""))
 
 
 class AsyncGuardedReward(GuardedReward):
@@ -283,6 +306,86 @@ class AsyncGuardedReward(GuardedReward):
             return self._single(out)
         except Exception as exc:  # noqa: BLE001
             return _Bad(self._note(exc))
+
+
+class ScoringGuard(GuardedReward):
+    """The policy outside training (the reward server, ``grpo check``): the same call,
+    retries, time limit and checks of the values, but no run to stop: the failed share
+    is not judged and a reward that keeps timing out is neither stopped on nor dropped.
+    ``why`` keeps, per item scored, why it scored None (``timeout``, the exception's kind,
+    ``bad value``), or None where it scored (or the reward itself said None)."""
+
+    def __init__(self, reward, *, source: str = "", log: Callable[[str], None] = print, max_share: float = 1.0,
+                 seen: set | None = None):
+        super().__init__(reward, source=source, max_share=max_share, log=log, seen=seen)
+        self.why: list[str | None] = []
+
+    def _stalled(self, n: int) -> bool:
+        return False
+
+    def _check_share(self, failed: int, n: int) -> None:
+        return None
+
+    def _value(self, s):
+        value = super()._value(s)
+        self.why.append(s.why if isinstance(s, _Bad) else (None if value is not None or s is None else "bad value"))
+        return value
+
+
+class AsyncScoringGuard(ScoringGuard, AsyncGuardedReward):
+    """The same around an ``async def`` reward."""
+
+
+class CheckGuard(ScoringGuard):
+    """How ``grpo check`` calls a reward: training's policy, so a reward that raises on
+    some items costs those items in the check as in training (they score None and are not
+    judged). ``failed`` of ``items`` (time-outs apart) is what the check judges against
+    ``max_share`` (``health.max_reward_errors``). A call past the time limit marks the
+    reward ``timed_out``: the check calls it no more, and training counts it as the first
+    of its time-outs in a row."""
+
+    outcome = ("in grpo check those items score None and are not judged; in training they score None (left "
+               "out by TRL), counted in rewards/{name}/errors")
+
+    def __init__(self, reward, *, source: str = "", log: Callable[[str], None] = print, max_share: float = 0.2):
+        super().__init__(reward, source=source, log=log, max_share=max_share)
+        self.failed = 0  # items that raised or scored no number (time-outs apart)
+        self.items = 0
+
+    @property
+    def timed_out(self) -> bool:
+        return bool(getattr(self.reward, "timed_out", False))
+
+    @property
+    def ok(self) -> bool:
+        """Training would go on: the failed share is within ``max_share``."""
+        return self.failed <= self.max_share * self.items
+
+    def _stalled(self, n: int) -> bool:
+        if self.timeouts and hasattr(self.reward, "timed_out"):
+            self.reward.timed_out = True
+        return False
+
+    def _check_share(self, failed: int, n: int) -> None:
+        self.failed += failed - self.timeouts
+        self.items += n
+
+
+class AsyncCheckGuard(CheckGuard, AsyncScoringGuard):
+    """The same around an ``async def`` reward."""
+
+
+def _named_kinds(reward) -> set[str]:
+    """The kinds of failure named for ``reward`` so far, kept on it (one record for the
+    check and training: each kind is named once per run)."""
+    seen = getattr(reward, "named_failures", None)
+    if not isinstance(seen, set):
+        seen = set()
+        try:
+            reward.named_failures = seen
+        except AttributeError:  # an object that takes no attributes: named once per guard
+            pass
+    return seen
 
 
 class _Bad:
@@ -328,5 +431,5 @@ class _Named:
         return self.func(*args, **kwargs)
 
 
-__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "PolicySettings", "RewardFailure", "RewardStalled",
-           "Stalls", "guard_rewards"]
+__all__ = ["guard_added", "GuardedReward", "AsyncGuardedReward", "CheckGuard", "AsyncCheckGuard", "ScoringGuard",
+           "AsyncScoringGuard", "PolicySettings", "RewardFailure", "RewardStalled", "Stalls", "guard_rewards"]

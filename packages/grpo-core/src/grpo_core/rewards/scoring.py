@@ -104,7 +104,8 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
                 completion_ids: list | None = None, log_extra=_ignore, log_metric=_ignore) -> list[float | None]:
     """Call ``reward`` exactly as TRL does (keywords only, every column), within its
     time limit: past it, :class:`~grpo_core.base.timelimit.RewardTimeout` is raised, the
-    reward is reported once and marked ``timed_out`` (callers then skip it)."""
+    reward is reported once and marked ``timed_out`` (callers then skip it). A reward
+    under the failure policy (``rewards/policy.py``, ``guarded``) keeps its own limit."""
 
     def call():
         values = reward(
@@ -124,7 +125,8 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
 
     name = getattr(reward, "__name__", "reward")
     try:
-        values = call_within(getattr(reward, "time_limit", None), call, f"reward '{name}'")
+        limit = None if getattr(reward, "guarded", False) else getattr(reward, "time_limit", None)
+        values = call_within(limit, call, f"reward '{name}'")
     except RewardTimeout as exc:
         if hasattr(reward, "timed_out"):
             reward.timed_out = True
@@ -187,7 +189,8 @@ def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, ro
 
 
 def needs_model(reward) -> bool:
-    """A reward that loads a model to score (``model.classifier``)."""
+    """A reward that loads a model to score (``model.classifier``), guarded or not."""
+    reward = getattr(reward, "reward", reward) if getattr(reward, "guarded", False) else reward
     return bool(getattr(getattr(reward, "func", reward), "grpo_needs_model", False))
 
 

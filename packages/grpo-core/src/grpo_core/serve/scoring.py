@@ -14,7 +14,7 @@ from grpo_core.base.errors import GrpoError
 from grpo_core.base.timelimit import DEFAULT_SECONDS
 from grpo_core.checks import manifest
 from grpo_core.config.load import load_config
-from grpo_core.rewards.policy import AsyncGuardedReward, GuardedReward, _Bad
+from grpo_core.rewards.policy import AsyncScoringGuard, ScoringGuard
 from grpo_core.rewards.reward import AsyncReward, compose_specs
 from grpo_core.rewards.scoring import score_batch
 from grpo_core.rewards.specs import parse_spec
@@ -52,45 +52,6 @@ class RewardSet:
         return compose_specs(self.specs, self.time_limit)
 
 
-class _Served(GuardedReward):
-    """The training guard, per request: never stops (a server has no run to end), and
-    remembers why each item scored None (``timeout``, the exception's kind, ...)."""
-
-    def __init__(self, reward, log):
-        super().__init__(reward, source=getattr(reward, "source", ""), max_share=2.0, log=log)
-        self.why: list[str | None] = []
-
-    def _stalled(self, n: int) -> bool:
-        return False
-
-    def _value(self, s):
-        value = super()._value(s)
-        self.why.append(s.why if isinstance(s, _Bad) else (None if value is not None or s is None else "bad value"))
-        return value
-
-
-class _AsyncServed(_Served, AsyncGuardedReward):
-    """The same around an ``async def`` reward."""
-
-
-class _Outer:
-    """What ``score_batch`` calls: the guard, with no second time limit around it."""
-
-    def __init__(self, guard: _Served):
-        self.guard = guard
-        self.__name__ = guard.__name__
-        self.required_columns = guard.required_columns
-        self.time_limit = None
-
-    def __call__(self, **kwargs):
-        return self.guard(**kwargs)
-
-
-class _AsyncOuter(_Outer):
-    async def __call__(self, **kwargs):
-        return await self.guard(**kwargs)
-
-
 @dataclass
 class Slot:
     """One worker's own composition of the rewards."""
@@ -101,9 +62,10 @@ class Slot:
 
     def score(self, completions: list, prompts: list | None, columns: dict[str, list]) -> dict:
         """Each reward's scores, the weighted totals, per-item notes and what rewards logged."""
-        guards = [(_AsyncServed if isinstance(f, AsyncReward) else _Served)(f, self.log) for f in self.funcs]
-        outers = [(_AsyncOuter if isinstance(f, AsyncReward) else _Outer)(g) for f, g in zip(self.funcs, guards)]
-        scored = score_batch(outers, self.weights, completions, prompts=prompts, columns=columns)
+        # the training guard, per request (its failures named per request too): nothing to stop
+        guards = [(AsyncScoringGuard if isinstance(f, AsyncReward) else ScoringGuard)(
+            f, source=getattr(f, "source", ""), log=self.log, seen=set()) for f in self.funcs]
+        scored = score_batch(guards, self.weights, completions, prompts=prompts, columns=columns)
         notes: list[dict] = [{} for _ in completions]
         for g in guards:
             for i, why in enumerate(g.why[: len(completions)]):
