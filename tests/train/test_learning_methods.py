@@ -204,13 +204,18 @@ def test_zvp_trains_on_flat_right_groups_through_their_entropy(grpo, constant_re
     assert "0% of " in out and "generated completion tokens trained nothing" in out
 
 
-def test_without_a_method_flat_groups_teach_nothing(grpo, constant_rewards, tmp_path):
+def test_without_a_method_flat_groups_teach_nothing(grpo, constant_rewards, tmp_path, capsys):
     code, out, err = grpo(TINY, "--rewards", "test.right", *BASE)
     assert code == 0, out + err
     steps = steps_of(tmp_path / "out")
     assert all(s["loss"] == 0.0 and s["tokens/teaching_share"] == 0.0 for s in steps)
     generated = sum(s["tokens/generated"] for s in steps)
-    assert f"100% of {int(generated):,} generated completion tokens trained nothing" in out
+    sentence = f"100% of {int(generated):,} generated completion tokens trained nothing"
+    assert sentence in out
+    from grpo_core.cli import main
+
+    assert main(["rollouts", str(tmp_path / "out")]) == 0  # a finished run says the same
+    assert sentence in capsys.readouterr().out
 
 
 def test_sign_pays_a_flat_wrong_group_minus_scale_on_every_token(grpo, constant_rewards, tmp_path):
