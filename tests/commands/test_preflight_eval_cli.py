@@ -158,3 +158,44 @@ def test_eval_rejects_a_directory_with_nothing_in_it(toy, tiny_model, tmp_path, 
     empty.mkdir()
     assert main(["eval", str(cfg), "--checkpoint", str(empty)]) == 2
     assert "holds neither an adapter" in capsys.readouterr().err
+
+
+def test_eval_without_checkpoint_evaluates_the_finished_run_in_the_configs_output_dir(toy, tiny_model, tmp_path,
+                                                                                    capsys):
+    run = tmp_path / "run"
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"], output_dir=str(run), max_steps=2, save_strategy="no",
+                       lora={"r": 4, "lora_alpha": 8}, learning_rate=0.05)
+    assert main(["train", str(cfg), "--no-check"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(cfg), "--limit", "4"]) == 0
+    out = capsys.readouterr().out
+    assert f"eval: the trained model is {run / 'adapter'} (the finished run in the config's output_dir, 2 steps)" \
+        in out
+    report = json.loads((run / "adapter" / "eval.json").read_text())
+    assert report["checkpoint"] == str(run / "adapter") and report["prompts"] == 4
+    # the same figures as naming the weights: the run's adapter, not the base model again
+    assert main(["eval", str(cfg), "--checkpoint", str(run / "adapter"), "--limit", "4", "--no-base",
+                 "--output", str(tmp_path / "named.json")]) == 0
+    assert json.loads((tmp_path / "named.json").read_text())["trained"] == report["trained"]
+
+
+def test_eval_without_checkpoint_names_the_directory_and_the_fix_when_no_run_finished(toy, tiny_model, tmp_path,
+                                                                                    capsys):
+    run = tmp_path / "run"
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"], output_dir=str(run))
+
+    def refused() -> str:
+        assert main(["eval", str(cfg), "--limit", "4"]) == 2
+        err = capsys.readouterr().err
+        assert f"the config's output_dir, {run}, but it holds none (" in err
+        assert f"grpo train {cfg}" in err and "--checkpoint DIR" in err and "Traceback" not in err
+        return err
+
+    assert f"{run} does not exist" in refused()
+    run.mkdir()
+    assert "(no grpo train run)" in refused()
+    (run / "checkpoint-3").mkdir()  # a run stopped after step 3: checkpoints, no final weights
+    (run / "checkpoint-3" / "trainer_state.json").write_text('{"global_step": 3}')
+    assert "stage 'main' did not finish: its last checkpoint is checkpoint-3" in refused()
+    (run / "progress.json").write_text('{"stages": {"main": {"done": true, "steps": 4}}}')
+    assert "its final weights (adapter/ or model/) are missing" in refused()

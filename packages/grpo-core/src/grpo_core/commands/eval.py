@@ -1,5 +1,6 @@
-"""`grpo eval CONFIG --checkpoint DIR`: the base model and the trained one on the same
-held-out prompts, scored by the configured rewards, side by side."""
+"""`grpo eval CONFIG [--checkpoint DIR]`: the base model and the trained one on the same
+held-out prompts, scored by the configured rewards, side by side. Without
+``--checkpoint``, the finished run in the config's output_dir is the trained one."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
 from grpo_core.commands import SUMMARIES, number, table
 from grpo_core.config import models
+from grpo_core.config.grpo_args import default_output_dir
 from grpo_core.config.load import load_config
 from grpo_core.rewards.scoring import RewardStats, score_batch
-from grpo_core.run import rollouts
+from grpo_core.run import outputs, rollouts
 from grpo_core.run.prepare import prepare, sampling_settings
 from grpo_core.trainer import generation
 from grpo_core.trainer.generation import (
@@ -31,8 +33,9 @@ def add_parser(sub) -> None:
         help=SUMMARIES["eval"],
     )
     p.add_argument("config", help="the YAML config the checkpoint was trained with")
-    p.add_argument("--checkpoint", required=True, type=Path,
-                   help="adapter or full checkpoint (a grpo train output dir or a checkpoint-N folder)")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="adapter or full checkpoint (a grpo train output dir or a checkpoint-N folder; "
+                        "default: the finished run in the config's output_dir)")
     p.add_argument("--split", default=None, help="held-out split (default: dataset.eval_split, else 'test')")
     p.add_argument("--limit", type=int, default=64, help="prompts to evaluate (default 64)")
     p.add_argument("--samples", type=int, default=1,
@@ -98,6 +101,25 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
         )
 
 
+def _finished_run(cfg) -> Path:
+    """The weights of the finished run in the config's output_dir (no ``--checkpoint``),
+    said; else an error naming the directory and the fix."""
+    root = Path(cfg.value(cfg.stages[0], "output_dir") or default_output_dir(cfg))
+    steps, unfinished = outputs.finished(root, [s.name for s in cfg.stages])
+    weights = run_weights(root)
+    if unfinished is None and weights == root:
+        unfinished = "its final weights (adapter/ or model/) are missing"
+    if unfinished is not None:
+        raise GrpoError(
+            f"grpo eval without --checkpoint evaluates the finished run in the config's output_dir, {root}, "
+            f"but it holds none ({unfinished}). Train it (grpo train {cfg.path or 'CONFIG'}; --resume finishes "
+            f"one that stopped), or name the weights: --checkpoint DIR (a grpo train output dir, its adapter/ or "
+            f"a checkpoint-N folder); --output_dir DIR names another run of this config.")
+    print(f"eval: the trained model is {weights} (the finished run in the config's output_dir, {steps} steps)",
+          flush=True)
+    return weights
+
+
 def _say_manifest(checkpoint: Path, cfg) -> None:
     """The run's rewards against the installed ones (grpo_core.checks.manifest): say what differs."""
 
@@ -118,6 +140,8 @@ def run(args) -> int:
     cfg = load_config(args.config, args.extra)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
+    if args.checkpoint is None:
+        args.checkpoint = _finished_run(cfg)
     args.checkpoint = run_weights(args.checkpoint)  # a grpo train output dir: the weights it saved
     _check_checkpoint(args.checkpoint, cfg.model.id)
     split = args.split or cfg.dataset.eval_split or "test"

@@ -79,6 +79,23 @@ def last_checkpoint(path: Path) -> Path | None:
     return best
 
 
+def finished(root: Path, stages: list[str]) -> tuple[int, str | None]:
+    """(the steps a ``grpo train`` run in ``root`` trained, why it is not a finished run
+    of ``stages`` or None): progress.json marks a stage done once its final weights are
+    saved; an interrupted or crashed stage has only checkpoints."""
+    if not root.is_dir():
+        return 0, f"{root} does not exist"
+    done = read_progress(root)["stages"]
+    steps = sum(int(done[s].get("steps", 0)) for s in stages if done.get(s, {}).get("done"))
+    left = next((s for s in stages if not done.get(s, {}).get("done")), None)
+    if left is None:
+        return steps, None
+    ckpt = last_checkpoint(root / left) or last_checkpoint(root)
+    if ckpt is not None:
+        return steps, f"stage '{left}' did not finish: its last checkpoint is {ckpt.name}"
+    return steps, f"stage '{left}' was not trained there" if done or (root / METRICS).is_file() else "no grpo train run"
+
+
 def checkpoint_step(checkpoint: Path) -> int:
     return int(json.loads((checkpoint / "trainer_state.json").read_text()).get("global_step", 0))
 
@@ -233,5 +250,5 @@ def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
     return path
 
 
-__all__ = ["prepare", "check_writable", "last_checkpoint", "read_progress", "write_progress", "truncate_jsonl",
+__all__ = ["prepare", "check_writable", "last_checkpoint", "finished", "read_progress", "write_progress", "truncate_jsonl",
            "write_resolved", "is_main_process", "from_main", "METRICS", "HEALTH", "PLOT", "PROGRESS", "RESOLVED"]
