@@ -146,20 +146,151 @@ def test_core_alone_lists_only_its_reward_model_and_says_how_to_get_more():
     assert "No rewards registered" in out.stdout and "pip install" in out.stdout
 
 
-def test_listing_and_help_import_neither_torch_nor_trl(site):
+def test_listing_and_help_import_neither_torch_nor_trl(tmp_path):
+    """Every installed plugin loaded (ours, the example's command) and one adding a command
+    of its own: listing, `grpo --help` and a plugin command's --help stay light."""
+    import os
     import subprocess
     import sys
 
+    site = tmp_path / "site"
+    make_dist(site, "acme-cmd", {"cmd": "acme_cmd"}, {"acme_cmd": COMMAND_MODULE})
     code = (
         "import sys; from grpo_core.cli import main\n"
-        "for argv in (['rewards', 'list'], ['datasets', 'list'], ['plugins']):\n"
-        "    main(argv)\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "for argv in (['rewards', 'list'], ['datasets', 'list'], ['plugins'], ['acme-echo', 'hi']):\n"
+        "    assert main(argv) == 0, argv\n"
+        "for argv in (['--help'], ['acme-echo', '--help'], []):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
         "heavy = [m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "GRPO_PLUGINS"}  # every installed plugin
+    env["PYTHONPATH"] = str(site) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert "acme-echo" in out.stdout and "say a word" in out.stdout, out.stdout  # --help listed it
     assert "HEAVY []" in out.stderr, out.stderr
+
+
+COMMAND_MODULE = """
+from grpo_core import hookimpl
+
+def setup(parser):
+    parser.add_argument("word")
+    parser.add_argument("--times", type=int, default=1)
+    parser.set_defaults(func=run)
+
+def run(args):
+    print(" ".join([args.word] * args.times))
+    if args.word == "crash":
+        raise ValueError("no crashing words")
+    return 3 if args.word == "fail" else 0
+
+@hookimpl
+def register_commands(register):
+    register("acme-echo", setup, description="say a word")
+"""
+
+
+def test_a_plugin_command_is_listed_in_help_and_plugins_and_runs(site):
+    make_dist(site, "acme-cmd", {"cmd": "acme_cmd"}, {"acme_cmd": COMMAND_MODULE})
+    plugins = "acme-good,acme-cmd"
+    help_text = run_grpo(["--help"], site, plugins=plugins).stdout
+    assert "acme-echo" in help_text and "say a word [plugin 'cmd', acme-cmd]" in " ".join(help_text.split())
+    out = run_grpo(["acme-echo", "hi", "--times", "3"], site, plugins=plugins)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "hi hi hi\n", "")
+    assert run_grpo(["acme-echo", "fail"], site, plugins=plugins).returncode == 3  # its own exit code
+    listed = {p["name"]: p for p in json.loads(run_grpo(["plugins"], site, plugins=plugins).stdout)}
+    assert listed["cmd"]["commands"] == ["acme-echo"] and "register_commands" in listed["cmd"]["hooks"]
+    assert "commands" not in listed["acme"]
+    # its arguments are its own: argparse's errors name them
+    bad = run_grpo(["acme-echo", "hi", "--times", "x"], site, plugins=plugins)
+    assert bad.returncode == 2 and "argument --times: invalid int value: 'x'" in bad.stderr
+    # a command that raises: an error naming the plugin and where, no traceback
+    crash = run_grpo(["acme-echo", "crash"], site, plugins=plugins)
+    assert crash.returncode == 2 and "Traceback" not in crash.stderr
+    assert ("command 'acme-echo' of plugin 'cmd' (distribution acme-cmd) failed: ValueError: no crashing words "
+            "(at ") in crash.stderr and "acme_cmd.py:" in crash.stderr
+
+
+BROKEN_COMMANDS = {
+    "raises": """
+        from grpo_core import hookimpl
+
+        @hookimpl
+        def register_commands(register):
+            raise RuntimeError("boom")
+    """,
+    "collides": """
+        from grpo_core import hookimpl
+
+        @hookimpl
+        def register_commands(register):
+            register("score", lambda parser: parser.set_defaults(func=lambda args: 7), description="mine")
+    """,
+}
+
+
+@pytest.mark.parametrize("kind, problem", [
+    ("raises", "grpo plugin 'bad' (distribution acme-bad): register_commands raised RuntimeError: boom; "
+               "its commands are skipped."),
+    ("collides", "grpo plugin 'bad' (distribution acme-bad): register_commands: 'score' is one of grpo's own "
+                 "commands; the plugin's command is left out"),
+])
+def test_a_broken_command_plugin_is_named_once_and_grpo_still_works(site, kind, problem):
+    make_dist(site, "acme-bad", {"bad": "acme_bad"}, {"acme_bad": BROKEN_COMMANDS[kind]})
+    make_dist(site, "acme-cmd", {"cmd": "acme_cmd"}, {"acme_cmd": COMMAND_MODULE})
+    plugins = "acme-bad,acme-cmd,acme-good"
+    shown = run_grpo(["--help"], site, plugins=plugins)
+    assert shown.returncode == 0 and "acme-echo" in shown.stdout
+    assert shown.stderr.count(problem) == 1, shown.stderr
+    listed = run_grpo(["plugins"], site, plugins=plugins)
+    assert listed.stderr.count(problem) == 1 and listed.returncode == 1  # a problem: scripts notice
+    assert run_grpo(["acme-echo", "hi"], site, plugins=plugins).stdout == "hi\n"
+    # grpo's own `score` is grpo's (its parser, not the plugin's)
+    score = run_grpo(["score", "--help"], site, plugins=plugins)
+    assert score.returncode == 0 and "--rewards" in score.stdout
+
+
+def test_a_command_whose_setup_raises_fails_alone_naming_its_plugin(site):
+    make_dist(site, "acme-bad", {"bad": "acme_bad"}, {"acme_bad": """
+        from grpo_core import hookimpl
+
+        def setup(parser):
+            raise ImportError("needs pandas")
+
+        @hookimpl
+        def register_commands(register):
+            register("acme-table", setup, description="a table")
+    """})
+    make_dist(site, "acme-cmd", {"cmd": "acme_cmd"}, {"acme_cmd": COMMAND_MODULE})
+    plugins = "acme-bad,acme-cmd"
+    out = run_grpo(["acme-table", "x", "--y"], site, plugins=plugins)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert ("command 'acme-table' of plugin 'bad' (distribution acme-bad): setting up failed: ImportError: "
+            "needs pandas") in out.stderr
+    assert "acme-table" in run_grpo(["--help"], site, plugins=plugins).stdout  # listed: its setup is not run
+    assert run_grpo(["acme-echo", "hi"], site, plugins=plugins).returncode == 0
+
+
+@pytest.mark.parametrize("registration, problem", [
+    ('register("Acme_Echo", setup)', "command name 'Acme_Echo' is not lower-case letters and digits"),
+    ('register("acme-x", 42)', "command 'acme-x' setup is 42, not a callable"),
+])
+def test_a_bad_command_registration_is_reported_and_skipped(site, registration, problem):
+    make_dist(site, "acme-bad", {"bad": "acme_bad"}, {"acme_bad": f"""
+        from grpo_core import hookimpl
+
+        def setup(parser):
+            parser.set_defaults(func=lambda args: 0)
+
+        @hookimpl
+        def register_commands(register):
+            {registration}
+            register("acme-fine", setup)
+    """})
+    out = run_grpo(["--help"], site, plugins="acme-bad")
+    assert problem in out.stderr and "acme-fine" in out.stdout
+    assert run_grpo(["acme-fine"], site, plugins="acme-bad").returncode == 0
 
 
 def test_a_plugin_registered_again_under_the_same_name_is_seen_afresh(register_plugin, monkeypatch):

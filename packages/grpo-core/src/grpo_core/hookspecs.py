@@ -94,3 +94,16 @@ def register_advantages(register: Callable[..., None]) -> None:
         ``learning.method: NAME`` or ``NAME(key=value)``; its keyword parameters with
         defaults are the method's parameters.
     """
+
+
+@hookspec
+def register_commands(register: Callable[..., None]) -> None:
+    """Register ``grpo`` subcommands: ``register(name, setup, *, description=None)``.
+
+    :param register: call once per command. ``name`` is lower case, words joined by
+        ``-`` (``acme-lengths``), and none of grpo's own commands. ``setup(parser)``
+        gets the command's ``argparse.ArgumentParser`` (``grpo NAME``), adds its
+        arguments and sets ``parser.set_defaults(func=run)``; ``run(args)`` returns the
+        exit code. ``setup`` is called only when the command is run (``grpo --help``
+        lists it by name and description), so a plugin's module stays cheap to import.
+    """

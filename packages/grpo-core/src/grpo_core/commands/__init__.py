@@ -8,6 +8,8 @@ from typing import Any
 
 from grpo_core.base.flags import flag_value, flag_values
 from grpo_core.base.tables import number, table  # noqa: F401 - the commands' tables and numbers
+from grpo_core.plugin import registry
+from grpo_core.plugin.plugins import PluginProblem, report_once  # (commands.plugins is a command)
 
 # each command's one-line help: `grpo --help` lists them without importing the commands
 SUMMARIES = {
@@ -28,6 +30,23 @@ SUMMARIES = {
     "generate": "generate with a model, checkpoint or LoRA adapter",
     "models": "built-in model aliases and the converted-model cache",
 }
+
+
+def plugin_commands() -> dict[str, registry.Entry]:
+    """The commands plugins add (``register_commands``), by name; one that takes a name of
+    grpo's own is reported once and left out."""
+    found = registry.commands()
+    out = {}
+    for name in found.names():
+        entry = found.entries[name]
+        if name in SUMMARIES:
+            report_once(PluginProblem(
+                entry.plugin, entry.distribution,
+                f"register_commands: '{name}' is one of grpo's own commands; the plugin's command is left out "
+                f"(give it a name of its own, e.g. '{entry.plugin.split('@')[0]}-{name}')."))
+            continue
+        out[name] = entry
+    return out
 
 
 def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:

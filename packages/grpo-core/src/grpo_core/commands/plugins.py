@@ -1,8 +1,9 @@
-"""`grpo plugins`: installed plugins, their distributions, versions and hooks (JSON)."""
+"""`grpo plugins`: installed plugins, their distributions, versions, hooks and the
+commands they add to ``grpo`` (JSON)."""
 
 from __future__ import annotations
 
-from grpo_core.commands import SUMMARIES, print_json
+from grpo_core.commands import SUMMARIES, plugin_commands, print_json
 from grpo_core.plugin import plugins
 
 
@@ -16,5 +17,10 @@ def run(args) -> int:
     loaded = plugins.loaded_plugins()
     if not args.all:
         loaded = [p for p in loaded if p["name"] not in plugins.DEFAULT_PLUGINS]
+    if any("register_commands" in p["hooks"] for p in loaded):
+        usable = plugin_commands()  # grpo's own names left out, as `grpo --help` does
+        for p in loaded:
+            if "register_commands" in p["hooks"]:
+                p["commands"] = sorted(n for n, e in usable.items() if e.plugin == p["name"])
     print_json(loaded)
     return 1 if plugins.problems else 0  # each problem was already printed as a warning

@@ -17,11 +17,12 @@ from grpo_core.plugin import plugins
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
+COMMAND_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a word on the command line: acme-lengths
 
 # The command that lists each kind of entry
 LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
                  "system prompt": "grpo prompts list", "probe": "grpo plugins",
-                 "environment": "grpo envs list"}
+                 "environment": "grpo envs list", "command": "grpo --help"}
 
 
 def install_hint(dist: str) -> str:
@@ -204,7 +205,11 @@ def _collect(hook_name: str, kind: str, dotted: bool, validate, extras: dict) ->
 
 
 def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) -> str | None:
-    if not isinstance(name, str) or not (DOTTED_NAME_RE if dotted else NAME_RE).match(name):
+    if kind == "command":
+        if not isinstance(name, str) or not COMMAND_RE.match(name):
+            return (f"command name {name!r} is not lower-case letters and digits, words joined by '-' "
+                    f"(e.g. 'acme-lengths')")
+    elif not isinstance(name, str) or not (DOTTED_NAME_RE if dotted else NAME_RE).match(name):
         form = "<namespace>.<name>" if dotted else "<name> or <namespace>.<name>"
         return f"{kind} name {name!r} is not of the form {form} in lower case (e.g. 'acme.brevity')"
     if validate is not None:
@@ -280,6 +285,7 @@ KEYWORDS: dict[str, dict] = {
     "register_probes": {"right": _check_bool},
     "register_environments": {},
     "register_advantages": {},
+    "register_commands": {},
 }
 
 
@@ -327,4 +333,16 @@ def advantages() -> Registry:
     return collect("register_advantages", "learning method", dotted=False, validate=_check_method)
 
 
-__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments", "advantages"]
+def _check_command(name: str, setup: Any) -> None:
+    if not callable(setup):
+        raise RegistryError(f"command '{name}' setup is {setup!r:.80}, not a callable that takes the command's "
+                            f"argparse parser.")
+
+
+def commands() -> Registry:
+    """``grpo`` subcommands of plugins (``register_commands``); the CLI refuses grpo's own names."""
+    return collect("register_commands", "command", dotted=False, validate=_check_command)
+
+
+__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments", "advantages",
+           "commands"]
