@@ -195,12 +195,15 @@ def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
 
 
 def _stage_callbacks(r: Run, p: StagePlan) -> dict:
-    from grpo_core.run import heldout
+    from grpo_core.run import heldout, trackers
 
     out = _monitors(r, p)
     held = heldout.callback(r.cfg, r.p, p, r.heldout, r.offset)
     if held is not None:
         out["heldout"] = held
+    tracked = trackers.callback(p.args.report_to, r.root, r.offset, warn=r.log)  # after the monitors: their events
+    if tracked is not None:
+        out["trackers"] = tracked
     return out
 
 

@@ -1,0 +1,129 @@
+"""grpo's figures in the trackers named in report_to, beside TRL's: a tiny run reports to
+trackio and one to TensorBoard, and the test reads back what each tracker stored (trackio's
+SQLite database, TensorBoard's event files): held-out accuracy, a health event, a rollout
+table of whole groups with their rewards and advantages, and TRL's own copy of grpo's
+per-token figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from .conftest import TINY
+
+# a correctness reward (held-out accuracy), held-out prompts every step, and a 'flat reward'
+# health event at step 2 (any two rewards move less than 100); 3 groups of 4 a step
+RUN = ("--max_steps", "2", "--per_device_train_batch_size", "12", "--rewards", "test.exact", "test.short:0.1", "--no-check", "--dataset.eval_split", "test",
+       "--heldout.every", "1", "--heldout.prompts", "4", "--health.flat_window", "2", "--health.flat_delta", "100")
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _logged(out):
+    """(held-out accuracy per step, the health events, the rollout log's rows) from the run's own files."""
+    import pyarrow.parquet as pq
+
+    rows = [r for r in _jsonl(out / "metrics.jsonl") if "reward" in r]
+    accuracy = {r["step"]: r["eval/accuracy"] for r in rows if "eval/accuracy" in r}
+    log = {p.name: pq.read_table(p).to_pylist() for p in sorted((out / "rollouts").glob("step-*.parquet"))}
+    return accuracy, _jsonl(out / "health.jsonl"), log
+
+
+@pytest.fixture
+def fresh_trackio(monkeypatch, tmp_path):
+    """trackio writing into tmp_path (it reads TRACKIO_DIR once, when first imported)."""
+    for name in [m for m in sys.modules if m == "trackio" or m.startswith("trackio.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
+    return tmp_path / "trackio"
+
+
+def test_trackio_gets_held_out_accuracy_health_alerts_and_rollout_tables(grpo, fresh_trackio, tmp_path):
+    code, out, err = grpo(TINY, *RUN, "--report_to", "trackio", "--project", "grpo-test", "--run_name", "tiny")
+    assert code == 0, out + err
+    accuracy, events, log = _logged(tmp_path / "out")
+    assert sorted(accuracy) == [1, 2] and [e["check"] for e in events] == ["flat"] and len(log) == 2
+
+    from trackio.sqlite_storage import SQLiteStorage
+
+    assert SQLiteStorage.get_runs("grpo-test") == ["tiny"]
+    stored = SQLiteStorage.get_logs("grpo-test", "tiny")
+    ours = [r for r in stored if "eval/accuracy" in r]
+    # held-out accuracy under its own name, at the step TRL's callback logged it
+    assert [(r["train/global_step"], r["eval/accuracy"]) for r in ours] == sorted(accuracy.items())
+    # grpo's per-token figures reach trackio through TRL's metrics, under train/
+    trl = {r["train/global_step"]: r for r in stored if "train/tokens/generated" in r}
+    assert sorted(trl) == [1, 2]
+    steps = {r["step"]: r for r in _jsonl(tmp_path / "out" / "metrics.jsonl") if "tokens/generated" in r}
+    assert [trl[s]["train/tokens/generated"] for s in (1, 2)] == [steps[s]["tokens/generated"] for s in (1, 2)]
+    # the flat-reward event is an alert of the run, on the row of step 2 (trackio numbers its rows from 0)
+    alerts = SQLiteStorage.get_alerts("grpo-test", "tiny")
+    assert [(a["title"], a["step"]) for a in alerts] == [("grpo health: flat", trl[2]["step"])]
+    assert [r["step"] for r in ours] == [trl[1]["step"], trl[2]["step"]]  # TRL's rows, not rows of our own
+    assert alerts[0]["text"] == f"step 2: {events[0]['message']}"
+    # a rollout table per step: the first 2 whole groups (4 completions each), as the log has them
+    tables = [r for r in stored if "grpo/rollouts" in r]
+    assert [r["train/global_step"] for r in tables] == [1, 2]
+    for stored_table, (name, rows) in zip(tables, sorted(log.items())):
+        table = stored_table["grpo/rollouts"]
+        data = table.get("_value", table)
+        data = data if isinstance(data, list) else json.loads(data)
+        expected = [r for r in rows if r["group"] in (0, 1)]
+        assert len(data) == 8 == len(expected) and len(rows) == 12, name
+        for got, want in zip(data, expected):
+            assert (got["group"], got["completion"], got["reward/test.exact"], got["total"], got["advantage"]) == \
+                (want["group"], want["completion"], want["reward/test.exact"], want["total"], want["advantage"])
+
+
+def _tensorboard(out):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = list(out.rglob("events.out.tfevents.*"))
+    assert len(files) == 1, files  # grpo writes with TRL's own writer, into its one file
+    acc = EventAccumulator(str(files[0].parent), size_guidance={"tensors": 0, "scalars": 0})
+    acc.Reload()
+    return acc
+
+
+def _text(acc, tag):
+    return [(e.step, e.tensor_proto.string_val[0].decode()) for e in acc.Tensors(tag)]
+
+
+def test_tensorboard_gets_held_out_accuracy_health_events_and_rollout_tables(grpo, tmp_path):
+    code, out, err = grpo(TINY, *RUN, "--report_to", "tensorboard")
+    assert code == 0, out + err
+    accuracy, events, log = _logged(tmp_path / "out")
+    acc = _tensorboard(tmp_path / "out")
+    tags = acc.Tags()
+    got = {e.step: e.value for e in acc.Scalars("eval/accuracy")}
+    assert got == pytest.approx(accuracy) and sorted(got) == [1, 2]
+    assert "train/tokens/teaching_share" in tags["scalars"]  # TRL's metrics carry grpo's per-token figures
+    # no alerts in TensorBoard: the event is text at its step
+    assert _text(acc, "grpo/health/flat/text_summary") == [(2, f"step 2: {events[0]['message']}")]
+    tables = _text(acc, "grpo/rollouts/text_summary")
+    assert [step for step, _ in tables] == [1, 2]
+    header, rule, *lines = tables[0][1].splitlines()
+    assert header.split(" | ")[:4] == ["| step", "round", "group", "trained"] or header.startswith("| step | round")
+    assert "reward/test.exact" in header and header.endswith("| total | advantage |")
+    first = log["step-000001.parquet"]
+    assert len(lines) == 8  # 2 whole groups of 4
+    cells = lines[0].split(" | ")
+    assert cells[-1] == f"{first[0]['advantage']:.3f} |"
+    assert cells[-2] == f"{first[0]['total']:.3f}"
+
+
+def test_sample_takes_whole_groups_trained_first_and_markdown_keeps_cells_on_one_line():
+    from grpo_core.run.trackers import markdown, sample
+
+    rows = [{"step": 3, "round": rd, "group": g, "trained": tr, "prompt": "p", "completion": f"c{rd}{g}{i}",
+             "reward/a": 1.0, "total": 1.0, "advantage": 0.5}
+            for rd, g, tr in [(0, 0, False), (0, 1, True), (1, 0, True)] for i in range(2)]
+    columns, data = sample(rows, 2)
+    assert [row[columns.index("completion")] for row in data] == ["c010", "c011", "c100", "c101"]
+    assert columns == ["step", "round", "group", "trained", "prompt", "completion", "reward/a", "total", "advantage"]
+    text = markdown(["a", "b"], [["x|y\nz", 0.12345], [None, 2]])
+    assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y<br>z | 0.123 |", "|  | 2 |"]
