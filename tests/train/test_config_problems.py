@@ -84,8 +84,8 @@ def test_each_unknown_section_option_and_bad_value_is_reported(toy_plugin):
         "'health' has no option 'windw' (did you mean 'window'?); its options are: enabled, flat_delta, flat_window, "
         "max_kl, max_reward_errors, max_reward_timeouts, max_skips, max_weight_jump, min_reward_std, on_divergence, "
         "on_nonfinite, on_reward_timeout, reward_time_limit, snapshot, window, zero_std_frac.",
-        "health.on_nonfinite is 'ignore'; use one of stop, skip.",
-        "health.max_reward_errors is -0.1; it must be at least 0 (default 0.2).",
+        "health.on_nonfinite is 'ignore'; use one of stop, skip (default stop).",
+        "health.max_reward_errors is -0.1; it must be a number in [0, 1] (default 0.2).",
     ]
 
 
@@ -191,7 +191,7 @@ def test_a_step_that_depends_on_a_failed_one_adds_nothing(toy_plugin):
     # the weights' problem, not also "no rewards" for the rewards they left unset
     assert [str(p) for p in info.value.problems] == [
         "reward_weights [1.0, 2.0] must be a list of 1 numbers, one per reward (test.digits).",
-        "health.window is 'x'; it takes an integer (default 5).",
+        "health.window is 'x'; it must be a whole number >= 1 (default 5).",
     ]
 
 

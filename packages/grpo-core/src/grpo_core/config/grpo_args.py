@@ -14,6 +14,7 @@ from grpo_core.base.errors import ConfigError
 from grpo_core.config.overrides import grpo_fields
 from grpo_core.config.removed import unknown_key
 from grpo_core.config.schema import RunConfig, StageSection
+from grpo_core.config.values import RANGES
 
 
 def detect_device() -> str:
@@ -103,50 +104,14 @@ def _current_names(values: dict) -> None:
             values[new] = value
 
 
-# GRPOConfig values TRL takes without complaint and fails on mid-run: (test, what is allowed)
-_RULES: dict[str, tuple] = {
-    "temperature": (lambda v: v > 0, "a number > 0 (1.0 samples as the model is)"),
-    "top_p": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
-    "min_p": (lambda v: v is None or 0 <= v <= 1, "a number in [0, 1] or null"),
-    "learning_rate": (lambda v: v >= 0, "a number >= 0"),
-    "max_completion_length": (lambda v: v is None or v >= 1, "a whole number >= 1"),
-    "per_device_train_batch_size": (lambda v: v >= 1, "a whole number >= 1"),
-    "gradient_accumulation_steps": (lambda v: v >= 1, "a whole number >= 1"),
-    "max_grad_norm": (lambda v: v is None or v >= 0, "a number >= 0 (0: no clipping)"),
-    "beta": (lambda v: v >= 0, "a number >= 0 (0: no KL penalty)"),
-    "repetition_penalty": (lambda v: v > 0, "a number > 0 (1.0: none)"),
-    "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
-    "num_generations": (lambda v: v >= 2, "a whole number >= 2 (GRPO compares the completions of a prompt)"),
-    "num_generations_eval": (lambda v: v is None or v >= 1, "a whole number >= 1, or null (num_generations)"),
-    "per_device_eval_batch_size": (lambda v: v >= 1, "a whole number >= 1"),
-    "generation_batch_size": (lambda v: v is None or v >= 1, "a whole number >= 1, or null"),
-    "steps_per_generation": (lambda v: v is None or v >= 1, "a whole number >= 1, or null"),
-}
-
-
-_INTEGERS = {"max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps", "seed",
-             "num_generations", "num_generations_eval", "per_device_eval_batch_size", "generation_batch_size",
-             "steps_per_generation"}
-
-
 def check_values(args) -> None:
-    """Values TRL accepts here but fails on later (at the first generation, mid-run)."""
-    import math
-
-    for name, (ok, allowed) in _RULES.items():
-        if not hasattr(args, name):
-            continue
-        value = getattr(args, name)
-        numeric = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                    and (not isinstance(value, float) or math.isfinite(value)))
-        if name in _INTEGERS and value is not None and not (isinstance(value, int) and not isinstance(value, bool)):
-            numeric = False
-        try:
-            good = numeric and ok(value)
-        except TypeError:
-            good = False
-        if not good:
-            raise ConfigError(f"{name} is {value!r}; it must be {allowed}.")
+    """A built GRPOConfig's values against the ranges TRL checks only late (after the
+    config's own check, for values a stage and the command line combine into)."""
+    for name, rng in RANGES.items():
+        value = getattr(args, name, None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not rng.holds(value):
+            raise ConfigError(f"{name} is {value!r}; it must be {rng.text('a number')}"
+                              + (f" ({rng.note})." if rng.note else "."))
 
 
 def check_vllm(args) -> None:

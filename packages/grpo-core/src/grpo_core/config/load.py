@@ -39,8 +39,7 @@ from grpo_core.config.models import check_model_id
 from grpo_core.config.openr1 import REMOTE
 from grpo_core.config.overrides import (
     cli_values,
-    field_kinds,
-    field_names,
+    field_types,
     read_yaml,
     set_dotted,
     split_overrides,
@@ -63,6 +62,7 @@ from grpo_core.config.schema import (
 )
 from grpo_core.config.training import check_top_level, check_training, check_training_values
 from grpo_core.config.trl_compat import reward_hint, translate
+from grpo_core.config.values import LORA_RANGES, ValueType, check_fields, value_problem
 from grpo_core.plugin import registry
 from grpo_core.rewards.environments import parse_section
 from grpo_core.rewards.reward import compose_specs, parse_spec, resolve
@@ -77,13 +77,17 @@ def _lora(raw: Any, problems: Problems) -> tuple[dict | None, bool]:
         problems.add(f"'lora' must be a mapping of peft LoraConfig fields or false, got {raw!r}.")
         return None, False
     raw = dict(raw)
-    merge = raw.pop("merge", False)
-    if raw.pop("enabled", True) is False:
-        return None, bool(merge)
-    known = set(field_names("peft:LoraConfig", "peft"))
+    merge, enabled = raw.pop("merge", False), raw.pop("enabled", True)
+    for key, value in (("merge", merge), ("enabled", enabled)):  # a string is not a switch: 'abc' is neither
+        problem = value_problem(f"lora.{key}", value, SWITCH)
+        if problem:
+            problems.add(problem)
+    if enabled is False:
+        return None, merge is True
+    types = field_types("peft:LoraConfig", "peft")
     for key in raw:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
+        if key not in types:
+            close = difflib.get_close_matches(key, sorted(types), n=1)
             problems.add(
                 f"lora has no option '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
                 + "; use peft LoraConfig fields (r, lora_alpha, lora_dropout, target_modules, ...) "
@@ -91,22 +95,12 @@ def _lora(raw: Any, problems: Problems) -> tuple[dict | None, bool]:
             )
     lora = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear",
             "task_type": "CAUSAL_LM", **raw}
-    for problem in _lora_problems(lora):
+    for problem in check_fields(lora, types, LORA_RANGES, "lora."):  # peft checks few values before the model
         problems.add(problem)
-    return lora, bool(merge)
+    return lora, merge is True
 
 
-def _lora_problems(lora: dict) -> list[str]:
-    """peft checks few values before the model loads; a bad rank fails after."""
-    r, alpha, dropout = lora.get("r"), lora.get("lora_alpha"), lora.get("lora_dropout")
-    out = []
-    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-        out.append(f"lora.r is {r!r}; it must be a whole number >= 1 (the adapter rank, e.g. 16).")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-        out.append(f"lora.lora_alpha is {alpha!r}; it must be a number > 0 (often 2 x r).")
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        out.append(f"lora.lora_dropout is {dropout!r}; it must be a number in [0, 1).")
-    return out
+SWITCH = ValueType(frozenset({"bool"}), kind="bool")
 
 
 def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data: dict | None = None, *,
@@ -126,13 +120,13 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     recipe = openr1.LAUNCH if openr1.is_recipe(raw) else None  # the processes it was written for
     translate(raw, problems)
     env = problems.attempt(_env, raw, default={})
-    kinds = field_kinds("trl:GRPOConfig", "trl", "transformers")
-    known = set(kinds)
+    types = field_types("trl:GRPOConfig", "trl", "transformers")
+    known = set(types)
     translate_removed(raw, "", problems, env)
     flags = translate_flags(flags, problems, env)
     training = {k: v for k, v in raw.items() if k not in SECTIONS}
     check_top_level(training, {name for name, _ in flags}, known, problems)
-    cli = cli_values(flags, kinds, problems)
+    cli = cli_values(flags, types, problems)
     lora, merge = _lora(raw.get("lora"), problems)
     if merge and lora is None:
         problems.add("lora.merge is set but LoRA is off; merging needs a lora section.")
@@ -141,7 +135,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     health = _health(raw, problems)
     stages = _stages(raw, known, environment, health.reward_time_limit, problems, env)
     check_training_values([("", training), ("command line: ", cli)]
-                           + [(f"stage '{st.name}': ", st.training) for st in stages], kinds, problems)
+                           + [(f"stage '{st.name}': ", st.training) for st in stages], types, problems)
     cfg = RunConfig(
         path=str(path) if path else None, model=model, lora=lora, merge=merge, dataset=dataset,
         stages=stages, health=health, adaptive=_adaptive(raw.get("adaptive_weights"), problems), training=training,
@@ -258,11 +252,7 @@ def _sampling(raw: dict, problems: Problems) -> SamplingSection:
     if isinstance(value, dict) and isinstance(value.get("dynamic"), dict):  # sampling: {dynamic: {max_rounds: 3}}
         value = {**{k: v for k, v in value.items() if k != "dynamic"}, "dynamic": True, **value["dynamic"]}
         raw = {**raw, "sampling": value}
-    section = read_section(raw, "sampling", SamplingSection, "", problems)
-    if section.max_rounds < 1:
-        problems.add(f"sampling.max_rounds is {section.max_rounds}; it must be at least 1 (the first "
-                     f"generation counts).")
-    return section
+    return read_section(raw, "sampling", SamplingSection, "", problems)
 
 
 def check_sampling_metric(cfg: RunConfig) -> None:

@@ -3,7 +3,7 @@ GRPOConfig's field kinds (cached per TRL version, so checking a config imports n
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -13,49 +13,50 @@ from grpo_core.base.flags import flag_value, flag_values, yaml_value
 from grpo_core.base.paths import cache_dir
 from grpo_core.base.problems import Problems
 from grpo_core.config.schema import SECTIONS
+from grpo_core.config.values import HELP_BOOLS, HELP_CHOICES, ValueType, describe_fields
 
 
-def field_kinds(cls_path: str, *dists: str) -> dict[str, str]:
-    """The init fields of the dataclass ``module:Class`` and the kind of value each takes
-    (bool, int, float, list, text), kept per installed version of ``dists`` under the
-    cache dir: importing TRL or peft takes seconds on 2 cores and a config check needs
-    only these (``grpo check`` then imports neither)."""
+def field_types(cls_path: str, *dists: str) -> dict[str, ValueType]:
+    """The init fields of the dataclass ``module:Class`` and what each takes (its
+    :class:`~grpo_core.config.values.ValueType`: types, choices, how a flag is typed), kept
+    per installed version of ``dists`` under the cache dir: importing TRL or peft takes
+    seconds on 2 cores and a config check needs only these (``grpo check`` then imports
+    neither)."""
     import importlib
     import json
     from importlib.metadata import version
 
-    tag = "-".join(f"{d}{version(d)}" for d in dists)
-    path = cache_dir("config") / f"{cls_path.replace(':', '.')}-{tag}.kinds.json"
+    if (cls_path, dists) in _READ:  # reading the versions is most of a config check's time
+        return _READ[cls_path, dists]
+    tag = "-".join(f"{d}{version(d)}" for d in dists) + f"-{TYPES_TAG}"
+    path = cache_dir("config") / f"{cls_path.replace(':', '.')}-{tag}.types.json"
     try:
-        return json.loads(path.read_text())
+        described = json.loads(path.read_text())
     except (OSError, ValueError):
-        pass
-    module, name = cls_path.split(":")
-    kinds = {f.name: _kind(f.type) for f in dataclasses.fields(getattr(importlib.import_module(module), name))
-             if f.init}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(kinds, sort_keys=True))
-        tmp.replace(path)
-    except OSError:
-        pass  # an unwritable cache only costs the import next time
-    return kinds
+        module, name = cls_path.split(":")
+        described = describe_fields(getattr(importlib.import_module(module), name))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(described, sort_keys=True))
+            tmp.replace(path)
+        except OSError:
+            pass  # an unwritable cache only costs the import next time
+    _READ[cls_path, dists] = {k: ValueType.from_dict(v) for k, v in described.items()}
+    return _READ[cls_path, dists]
 
 
-def _kind(annotation: Any) -> str:
-    text = str(annotation).replace("<class '", "").replace("'>", "")
-    parts = {p.strip() for p in text.replace("typing.", "").replace("Optional[", "").rstrip("]").split("|")}
-    parts.discard("None")
-    if parts == {"bool"}:
-        return "bool"
-    if parts == {"int"}:
-        return "int"
-    if parts == {"float"}:
-        return "float"
-    if any(p.startswith("list[") for p in parts) and not parts & {"str", "dict"}:
-        return "list"
-    return "text"
+_READ: dict[tuple, dict[str, ValueType]] = {}  # per process (the versions installed do not change under it)
+
+
+TYPES_FORMAT = 1  # raised when what field_types keeps, or how describe_fields reads it, changes
+# ... and the tables it reads with: a cache built before they changed is not read
+TYPES_TAG = hashlib.sha1(repr((TYPES_FORMAT, HELP_CHOICES, HELP_BOOLS)).encode()).hexdigest()[:8]
+
+
+def field_kinds(cls_path: str, *dists: str) -> dict[str, str]:
+    """Each field's kind of command-line value (bool, int, float, list, text)."""
+    return {name: t.kind for name, t in field_types(cls_path, *dists).items()}
 
 
 def field_names(cls_path: str, *dists: str) -> list[str]:
@@ -67,7 +68,7 @@ def grpo_fields() -> list[str]:
     return field_names("trl:GRPOConfig", "trl", "transformers")
 
 
-def cli_values(flags: list[tuple[str, list[str]]], kinds: dict[str, str], problems: Problems | None = None
+def cli_values(flags: list[tuple[str, list[str]]], types: dict[str, ValueType], problems: Problems | None = None
                ) -> dict[str, Any]:
     """Command-line values typed as GRPOConfig's fields take them (what HfArgumentParser
     does: ``--learning_rate 1e-5`` is a float, ``--bf16`` alone is true)."""
@@ -75,9 +76,10 @@ def cli_values(flags: list[tuple[str, list[str]]], kinds: dict[str, str], proble
     problems = Problems() if own else problems
     out: dict[str, Any] = {}
     for key, values in flags:
-        kind = kinds.get(key, "text")
+        vtype = types.get(key)
+        kind = vtype.kind if vtype else "text"
         try:
-            out[key] = _typed(kind, values)
+            out[key] = _typed(kind, values, vtype.accepts if vtype else frozenset())
         except ValueError:
             problems.add(f"command line: --{key} {' '.join(values)!r} is not {KIND_NOUNS[kind]}.")
     if own:
@@ -89,7 +91,8 @@ KIND_NOUNS = {"bool": "true or false", "int": "a whole number", "float": "a numb
             "text": "a value"}
 
 
-def _typed(kind: str, values: list[str]) -> Any:
+def _typed(kind: str, values: list[str], accepts: frozenset = frozenset()) -> Any:
+    """``accepts``: what a text field also takes (scale_rewards false, pad_to_multiple_of 64)."""
     if kind == "bool":
         if not values:
             return True
@@ -107,6 +110,11 @@ def _typed(kind: str, values: list[str]) -> Any:
         items = [yaml_value(v) for v in values]
         return [i for item in items for i in (item if isinstance(item, list) else [item])]
     if len(values) == 1:
+        word = values[0].strip()
+        if "bool" in accepts and word.lower() in ("true", "false"):
+            return word.lower() == "true"
+        if "int" in accepts and word.lstrip("-").isdigit():
+            return int(word)
         return values[0]  # as HfArgumentParser: text stays text ("none" in report_to means no integration)
     return list(values) if values else True
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from grpo_core.config.schema import OTHER_KEYS, SECTION_TYPES, shown
+from grpo_core.config.schema import OTHER_KEYS, SECTION_TYPES
+from grpo_core.config.values import shown
 
 HEAD = """# Settings
 
@@ -44,6 +45,9 @@ def section_table(key: str, cls) -> str:
         choices = f.metadata.get("choices")
         if choices:
             help_ += f" One of: {', '.join(shown(c) for c in choices)}."
+        for bound, says in (("minimum", "At least"), ("maximum", "At most")):
+            if f.metadata.get(bound) is not None:
+                help_ += f" {says} {shown(f.metadata[bound])}."
         rows.append(f"| `{key}.{f.name}` | `{_cell(type_name(f))}` | `{_cell(default_of(f))}` | {_cell(help_)} |")
     return "\n".join(rows)
 

@@ -11,8 +11,9 @@ from typing import Any
 from grpo_core.base.errors import ConfigError
 from grpo_core.base.flags import flag_value, yaml_value
 from grpo_core.base.problems import Problems
-from grpo_core.config.schema import SECTIONS, shown
+from grpo_core.config.schema import SECTIONS
 from grpo_core.config.trl_compat import KEYS
+from grpo_core.config.values import shown
 
 # Names from older TRL / transformers versions and from `trl grpo` script flags,
 # with what replaced them. Only reported when the name is not a GRPOConfig field.

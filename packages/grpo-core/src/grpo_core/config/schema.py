@@ -1,39 +1,35 @@
 """The settings schema: grpo's config sections as typed dataclasses, every field with its
-help text (``help``), allowed values (``choices``) and lower bound (``minimum``) in the
-field's metadata. The parser, the value checks, ``docs/config.md`` and
-``grpo train --help-config`` all read it from here."""
+help text (``help``), allowed values (``choices``) and bounds (``minimum``, ``maximum``)
+in the field's metadata. The parser, the value checks (:mod:`grpo_core.config.values`),
+``docs/config.md`` and ``grpo train --help-config`` all read it from here."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 from grpo_core.base.problems import Problems
+from grpo_core.config.values import section_range, section_type, value_problem
 
 SECTIONS = ("model", "lora", "dataset", "rewards", "stages", "health", "adaptive_weights", "environment", "tools",
             "log", "sampling", "heldout", "learning")
 
 
 def setting(default: Any = None, help: str = "", *, choices: tuple | None = None, minimum: float | None = None,
-            factory: Any = None) -> Any:
-    """A section field with its one-line help text, allowed values and lower bound: what the
-    checks and the generated docs (docs/config.md) read."""
-    meta = {"help": help, "choices": choices, "minimum": minimum}
+            maximum: float | None = None, factory: Any = None) -> Any:
+    """A section field with its one-line help text, allowed values and bounds (a number is
+    never negative unless its minimum says so): what the checks and the generated docs
+    (docs/config.md) read."""
+    meta = {"help": help, "choices": choices, "minimum": minimum, "maximum": maximum}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
 
 
 AUTO = (True, False, "auto")
-
-
-def shown(value: Any) -> str:
-    """A value as YAML writes it (true, null, auto)."""
-    if isinstance(value, bool) or value is None:
-        return {True: "true", False: "false", None: "null"}[value]
-    return str(value)
 
 
 @dataclass
@@ -46,7 +42,8 @@ class ModelSection:
                                               "flash_attention_2); unset: transformers' default.")
     revision: str | None = setting(None, "The Hub revision (branch, tag or commit) of model.id.")
     generation_threads: int | None = setting(None, "CPU only: torch threads while sampling; unset: torch's own "
-                                             "(1 can be faster on a machine busy with other work).")
+                                             "(1 can be faster on a machine busy with other work).",
+                                             minimum=1)
     fast_generation: bool | str = setting("auto", "Static KV cache and compiled decoding while sampling: auto "
                                           "(on CUDA), true, false.", choices=AUTO)
     merged_sampling: bool | str = setting("auto", "Sample from a LoRA model with its adapters merged into a copy "
@@ -81,7 +78,7 @@ class HealthSection:
     enabled: bool = setting(True, "Watch the run and warn (health.jsonl): no signal, collapse, KL, a flat reward.",
                             choices=AUTO)
     window: int = setting(5, "Consecutive logged steps a condition must hold before it is reported.", minimum=1)
-    zero_std_frac: float = setting(0.9, "frac_reward_zero_std at or above this: no learning signal.")
+    zero_std_frac: float = setting(0.9, "frac_reward_zero_std at or above this: no learning signal.", maximum=1)
     min_reward_std: float = setting(1e-3, "reward_std at or below this: the rewards collapsed.")
     max_kl: float = setting(0.5, "KL to the reference model above this: a warning.")
     flat_window: int = setting(10, "Logged steps over which the mean reward must move.", minimum=1)
@@ -93,7 +90,7 @@ class HealthSection:
     max_weight_jump: float = setting(100.0, "An update growing the largest trainable weight more than this many "
                                      "times is a blow-up (an absurd learning rate); 0: no check.")
     max_reward_errors: float = setting(0.2, "Share of a reward's items that may fail (raise, or return no number) "
-                                       "over the last `window` batches before the run stops.")
+                                       "over the last `window` batches before the run stops.", maximum=1)
     snapshot: bool | str = setting("auto", "Keep the trainable weights from before each update to restore them: "
                                    "auto (at most 10 % of the model or 1 GiB), true, false.", choices=AUTO)
     on_divergence: str = setting("warn", "Held-out accuracy falling while the training reward rises over `window` "
@@ -124,7 +121,8 @@ class LogSection:
 class SamplingSection:
     dynamic: bool = setting(False, "Dynamic sampling (DAPO): groups whose completions all score the same are "
                             "replaced by groups for fresh prompts.")
-    max_rounds: int = setting(3, "Generations per batch at most, with dynamic sampling.")
+    max_rounds: int = setting(3, "Generations per batch at most, with dynamic sampling (the first counts).",
+                              minimum=1)
     metric: str = setting("total", "What \"flat\" is judged on: total (the weighted sum, TRL's advantage) or one "
                           "reward's logged name (math.correctness).")
 
@@ -143,14 +141,14 @@ class HeldoutSection:
     enabled: bool | str = setting("auto", "Held-out accuracy during training (eval/accuracy): auto (when the "
                                   "dataset has a held-out split), true, false.", choices=AUTO)
     every: int = setting(0, "Steps between evaluations; 0: ten over the run, and after the first step.")
-    prompts: int = setting(32, "Held-out prompts evaluated, the same each time.")
+    prompts: int = setting(32, "Held-out prompts evaluated, the same each time.", minimum=1)
     max_completion_length: int = setting(0, "Tokens per held-out answer; 0: training's max_completion_length.")
 
 
 @dataclass
 class AdaptiveSection:
     enabled: bool = setting(True, "Steer the reward weights towards `target` success rates while training.")
-    target: float = setting(0.5, "The success rate the weights steer towards.")
+    target: float = setting(0.5, "The success rate the weights steer towards.", maximum=1)
     rate: float = setting(0.5, "Multiplicative step per logged step.")
     threshold: float = setting(0.5, "A completion succeeds on a reward when it scores at least this.")
     min_factor: float = setting(0.25, "Lowest weight, relative to the configured one.")
@@ -159,7 +157,8 @@ class AdaptiveSection:
 
 # each section's dataclass, by its key in the config ("adaptive_weights" is AdaptiveSection)
 SECTION_TYPES = {"model": ModelSection, "dataset": DatasetSection, "health": HealthSection, "log": LogSection,
-                 "sampling": SamplingSection, "heldout": HeldoutSection, "learning": LearningSection, "adaptive_weights": AdaptiveSection}
+                 "sampling": SamplingSection, "heldout": HeldoutSection, "learning": LearningSection,
+                 "adaptive_weights": AdaptiveSection}
 # the keys that are not a dataclass section: what each takes
 OTHER_KEYS = {
     "rewards": "The rewards, each a spec: name, name:weight, name(key=value):weight, a local file's function "
@@ -258,36 +257,15 @@ def read_section(data: dict, name: str, cls, where: str, problems: Problems | No
     return section
 
 
-_SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
-_NOUN = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
-
-
 def check_section_values(section, name: str, problems: Problems) -> None:
-    """Each value has its default's type (an int where a float is expected is fine)
-    and numbers are not negative; fields with choices take one of them. A bad value
-    is a problem and goes back to its default."""
+    """Each value against its field's type, choices and bounds (:mod:`grpo_core.config.values`);
+    a bad value is a problem and goes back to its default."""
+    hints = typing.get_type_hints(type(section))
     for f in dataclasses.fields(section):
-        problem = _value_problem(f, getattr(section, f.name), f"{name}.{f.name}")
+        vtype = section_type(f, hints[f.name])
+        value = getattr(section, f.name)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        problem = value_problem(f"{name}.{f.name}", value, vtype, section_range(f, vtype), default)
         if problem:
             problems.add(problem)
-            setattr(section, f.name, f.default)
-
-
-def _value_problem(f: dataclasses.Field, value: Any, where: str) -> str | None:
-    default, allowed = f.default, f.metadata.get("choices")
-    if allowed:
-        if value not in allowed or (isinstance(value, int) and not isinstance(value, bool)):
-            return f"{where} is {value!r}; use one of {', '.join(shown(c) for c in allowed)}."
-        return None
-    kind = _SIMPLE.get(str(f.type))
-    if kind is None or value is None:
-        return None
-    ok = isinstance(value, kind) or (kind is float and isinstance(value, int))
-    if ok and kind is not bool and isinstance(value, bool):
-        ok = False
-    if not ok:
-        return f"{where} is {value!r}; it takes {_NOUN[kind]} (default {default!r})."
-    low = f.metadata.get("minimum") or 0
-    if kind in (int, float) and value < low:
-        return f"{where} is {value!r}; it must be at least {low} (default {default!r})."
-    return None
+            setattr(section, f.name, default)

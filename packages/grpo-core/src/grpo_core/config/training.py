@@ -1,5 +1,6 @@
 """GRPOConfig's own values, checked with the config's other problems: unknown keys,
-values of the wrong kind, and those TRL takes but fails on mid-run."""
+values of the wrong type or out of range (:mod:`grpo_core.config.values`), vLLM and
+logging integrations."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import os
 from typing import Any
 
 from grpo_core.base.problems import Problems
-from grpo_core.config.grpo_args import check_integrations, check_values, check_vllm
-from grpo_core.config.overrides import KIND_NOUNS
+from grpo_core.config.grpo_args import check_integrations, check_vllm
 from grpo_core.config.removed import REMOVED, removed_error, unknown_key
+from grpo_core.config.values import RANGES, ValueType, value_problem
 
 
 def check_training(values: dict, where: str, known: dict, problems: Problems) -> None:
@@ -42,32 +43,22 @@ def _coerced(kind: str, value: Any) -> Any:
     return value
 
 
-def _kind_problem(name: str, value: Any, kind: str) -> str | None:
-    if value is None or kind not in ("bool", "int", "float"):
-        return None
-    ok = {"bool": isinstance(value, bool),
-          "int": isinstance(value, int) and not isinstance(value, bool),
-          "float": isinstance(value, (int, float)) and not isinstance(value, bool)}[kind]
-    return None if ok else f"{name} is {value!r}; it must be {KIND_NOUNS[kind]}."
-
-
-def check_training_values(sources: list[tuple[str, dict]], kinds: dict[str, str], problems: Problems) -> None:
-    """GRPOConfig values of the wrong kind, and those TRL takes but fails on mid-run
-    (grpo_args' rules, vLLM, logging integrations): found with the config's other problems."""
+def check_training_values(sources: list[tuple[str, dict]], types: dict[str, ValueType], problems: Problems) -> None:
+    """GRPOConfig values against their field's type and choices (read from GRPOConfig) and
+    the ranges TRL checks only late (``values.RANGES``), then vLLM and logging
+    integrations: found with the config's other problems."""
     from types import SimpleNamespace
 
     merged: dict[str, Any] = {}
     for where, values in sources:
         for name, value in values.items():
-            if name not in kinds:
-                continue
-            value = _coerced(kinds[name], value)
-            before = len(problems)
-            problems.attempt(check_values, SimpleNamespace(**{name: value}))
-            problem = _kind_problem(name, value, kinds[name]) if len(problems) == before else None
+            if name not in types:
+                continue  # an unknown key: check_top_level names it
+            value = _coerced(types[name].kind, value)
+            problem = value_problem(name, value, types[name], RANGES.get(name))
             if problem:
                 problems.add(f"{where}{problem}")
-            if not where.startswith("stage"):
+            elif not where.startswith("stage"):
                 merged[name] = value
     report_to = merged.get("report_to")
     if isinstance(report_to, str):
