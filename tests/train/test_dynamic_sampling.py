@@ -41,6 +41,10 @@ def steps_of(path):
     return [r for r in map(json.loads, path.read_text().splitlines()) if "reward" in r]
 
 
+def mean(values) -> float:
+    return sum(values) / len(values)
+
+
 def even(prompt: str) -> bool:
     return int(prompt.split()[2]) % 2 == 0
 
@@ -130,6 +134,17 @@ def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, 
         # the log marks the two trained groups: the first two odd ones
         trained = sorted({(r["round"], r["group"]) for r in rows if r["trained"]})
         assert trained == odd[:2]
+        # the step's figures are the trained groups' (what the trainer's metrics() hands to TRL's
+        # log was rewritten), not the rounds' average with the dropped flat groups in it
+        picked = [r for r in rows if r["trained"]]
+        assert step["reward"] == pytest.approx(mean([r["total"] for r in picked]), rel=1e-5)
+        assert step["rewards/test.parity/mean"] == pytest.approx(mean([r["reward/test.parity"] for r in picked]),
+                                                                 rel=1e-5)
+        assert step["frac_reward_zero_std"] == 0.0
+        if len(rounds) > 1:  # the rounds' average kept apart: each round's mean, flat groups included
+            by_round = [mean([r["total"] for r in rows if r["round"] == k]) for k in rounds]
+            assert step["sampling/all_rounds/reward"] == pytest.approx(mean(by_round), rel=1e-5)
+            assert step["sampling/all_rounds/frac_reward_zero_std"] > 0  # a round before the last had a flat group
     # each trained row's reference log-probs are the base model's on that row
     assert [s for s, _ in seen["ref_gap"]] == [1, 2, 3]
     assert all(gap < 1e-4 for _, gap in seen["ref_gap"]), seen["ref_gap"]
