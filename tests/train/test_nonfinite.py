@@ -194,6 +194,35 @@ def test_guard_catches_an_update_that_blows_the_weights_up_and_restores_them():
     assert "largest |weight| 151 -> 1e+30" in event.describe()
 
 
+def default_guards(w) -> dict:
+    """The guard as a run builds it from the config's health section, and its own defaults."""
+    from grpo_core.config.schema import HealthSection
+    from grpo_core.trainer.nonfinite import GuardSettings
+
+    return {"health section": Guard.of(GuardSettings(max_jump=HealthSection().max_weight_jump), [w]),
+            "GuardSettings()": Guard.of(GuardSettings(), [w]), "Guard()": Guard([w], snapshot=True)}
+
+
+@pytest.mark.parametrize("growth, blown_up", [(99.0, False), (101.0, True)])
+def test_the_documented_threshold_100_times_separates_an_update_from_a_blow_up(growth, blown_up):
+    """docs/config.md and docs/gpu.md: an update growing the largest trainable weight more
+    than 100 times is a blow-up. Largest |w| 2 -> 198 (x99) trains on; 2 -> 202 (x101)
+    stops with the weights restored, whichever default the guard was built from."""
+    for source, guard in default_guards(w := torch.nn.Parameter(torch.tensor([0.5, -2.0, 1.0]))).items():
+        with torch.no_grad():
+            w.copy_(torch.tensor([0.5, -2.0, 1.0]))
+        w.grad = torch.ones(3)
+        assert guard.before_update(torch.tensor(1.0), step=1, lr=0.1) is True
+        with torch.no_grad():
+            w.mul_(growth)
+        assert guard.after_update(step=1, lr=0.1) is (not blown_up), source
+        if blown_up:
+            assert (guard.stop.metric, guard.stop.sizes) == ("jump", pytest.approx((2.0, 202.0))), source
+            assert torch.equal(w.detach(), torch.tensor([0.5, -2.0, 1.0])), source  # put back
+        else:
+            assert guard.stop is None and guard.events == [], source
+
+
 def test_guard_blow_up_without_a_snapshot_stops_without_saving_and_zero_turns_the_check_off():
     w = torch.nn.Parameter(torch.ones(2))
     guard = Guard([w], policy="skip", snapshot=False)
