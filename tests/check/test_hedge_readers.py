@@ -107,6 +107,32 @@ def test_declared_a_correctness_reward_it_fails_with_the_same_line(tmp_path, cap
         in capsys.readouterr().out.splitlines()
 
 
+WORD_ANSWER = '''
+import re
+
+
+def word_answer(completions, **kwargs):
+    """1.0 when the completion's Answer: line starts with a capital (a name, not a number)."""
+    texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+    return [1.0 if re.search(r"Answer:[ ]*[A-Z]", t) else 0.0 for t in texts]
+'''
+
+
+def test_a_reward_of_the_answers_shape_pays_a_same_shape_wrong_answer_and_is_not_held_to_the_hedges(
+        tmp_path, capsys, no_model):
+    """It pays 'Paris' and not gold+1's '0' (4 of 8 rows: Paris, Rome, Mars, Pacific), but
+    pays the wrong answer of the gold's own shape ('Qbsjt') as the gold: it does not read
+    the answer, so the hedges it pays as the gold ('Paris or ...' starts with a capital) do
+    not fail it. Judged on gold+1 alone it would."""
+    (tmp_path / "shape.py").write_text(WORD_ANSWER)
+    code, report = check(tmp_path, write_config(tmp_path, [f"{tmp_path / 'shape.py'}:word_answer"]))
+    assert code == 0, capsys.readouterr().out
+    results = {r["probe"]: r for r in report["probes"]["results"]}
+    assert report["probes"]["gold"]["word_answer"] == 0.5  # 4 capitalised golds of 8
+    assert results["or_hedge"]["means"]["word_answer"] == 0.5 and results["or_hedge"]["failures"] == []
+    assert report["hedge_paying"] == []
+
+
 def test_format_and_length_rewards_pay_hedges_like_the_gold_and_pass(tmp_path, capsys, no_model):
     """They do not read answers: a wrong answer in the prompt's layout gets what the gold gets."""
     rewards = ["math.correctness", "format.xml_strict:0.1", "format.xml_incremental:0.1", "length.ideal(target=20):0.1",
