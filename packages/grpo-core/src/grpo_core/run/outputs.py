@@ -196,11 +196,17 @@ def prepare(root: Path, stage_dirs: list[Path], *, resume: bool | str, overwrite
     """Make ``root`` ready on the main process (see the module docstring); every process
     returns the run's progress (what ``--resume`` skips). ``share`` hands the main
     process's outcome to the others and is their barrier."""
+    return on_main(lambda: _prepare_main(root, stage_dirs, resume, overwrite, health, log), main=main, share=share)
+
+
+def on_main(work: Callable[[], Any], *, main: bool | None = None, share: Callable[[Any], Any] = from_main) -> Any:
+    """What ``work()`` returns on the main process, on every process (the others wait);
+    its ConfigError is raised on every process, with the same message."""
     main = is_main_process() if main is None else main
     outcome: Any = None
     if main:
         try:
-            outcome = _prepare_main(root, stage_dirs, resume, overwrite, health, log)
+            outcome = work()
         except ConfigError as exc:
             outcome = exc
     outcome = share(outcome)
@@ -214,7 +220,8 @@ def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, h
     progress = {"stages": {}}
     if resume:
         progress = read_progress(root)
-        if not (progress["stages"] or any(last_checkpoint(d) for d in stage_dirs)):
+        named = isinstance(resume, str) and resume not in ("true", "True")  # --resume CHECKPOINT
+        if not (named or progress["stages"] or any(last_checkpoint(d) for d in stage_dirs)):
             log(f"--resume: nothing to resume in {root}; starting from the beginning.")
     else:
         start_fresh(root, stage_dirs, log, overwrite)
@@ -250,5 +257,6 @@ def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
     return path
 
 
-__all__ = ["prepare", "check_writable", "last_checkpoint", "finished", "read_progress", "write_progress", "truncate_jsonl",
-           "write_resolved", "is_main_process", "from_main", "METRICS", "HEALTH", "PLOT", "PROGRESS", "RESOLVED"]
+__all__ = ["prepare", "on_main", "check_writable", "last_checkpoint", "finished", "read_progress", "write_progress",
+           "truncate_jsonl", "write_resolved", "is_main_process", "from_main", "METRICS", "HEALTH", "PLOT", "PROGRESS",
+           "RESOLVED"]

@@ -16,17 +16,29 @@ A checkpoint records the settings that trained it (``grpo_settings.json``). On
   optimizer state and data position only fit the run that wrote them (a data
   position on other data, or another seed's order, is another run's).
 
-One pure function decides (:func:`compare`); its test is a table of cases.
+- the data is compared by its content too: a fingerprint of the training rows as
+  training sees them (:func:`fingerprint`), so a data file edited in place (same
+  path, same row count) is refused, not trained on silently.
+
+Which stage starts where is one decision (:func:`decide`), made before any model
+loads: a finished stage is skipped, or extended when its ``max_steps`` grew (as
+TRL's ``resume_from_checkpoint`` with a larger ``max_steps`` continues); an
+unfinished one continues from its last checkpoint (or the one given), or starts.
+Two pure functions decide (:func:`compare`, :func:`starts_of`); their tests are
+tables of cases.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpo_core.base.errors import ConfigError
 from grpo_core.base.tables import number
+from grpo_core.run.outputs import checkpoint_step, last_checkpoint
 from grpo_core.trainer.exact_resume import SETTINGS
 from grpo_core.trainer.exact_resume import write_settings as write
 
@@ -37,21 +49,43 @@ FIXED = ("num_generations", "per_device_train_batch_size", "gradient_accumulatio
          "num_iterations", "seed")
 # the dataset section's fields that define the data a checkpoint's position is in
 DATASET = ("name", "params", "split", "system_prompt", "few_shot", "answer_template")
+# learning-rate schedules whose rate at a step does not depend on max_steps
+FLAT = ("constant", "constant_with_warmup", "reduce_lr_on_plateau")
 
 
-def settings_of(cfg, plan, rows: int | None = None) -> dict[str, Any]:
+def settings_of(cfg, plan, rows: int | None = None, fingerprint: str | None = None) -> dict[str, Any]:
     """What a checkpoint records of the run that writes it (``rows``: the training
-    split's row count)."""
+    split's row count; ``fingerprint``: :func:`fingerprint` of its rows)."""
     a = plan.args
     out: dict[str, Any] = {name: _plain(getattr(a, name, None)) for name in CHANGEABLE + FIXED}
     out["model"] = cfg.model.id
     out["lora"] = None if cfg.lora is None else {k: _plain(cfg.lora.get(k)) for k in ("r", "lora_alpha", "target_modules")}
     out["dataset"] = {k: _plain(getattr(cfg.dataset, k)) for k in DATASET} | {"rows": rows}
+    if fingerprint is not None:
+        out["dataset"]["fingerprint"] = fingerprint
     out["reward_weights"] = {f.__name__: float(w) for f, w in zip(plan.funcs, plan.weights)}
     out["reward_params"] = {f.__name__: _plain(getattr(f, "params", None) or {}) for f in plan.funcs}
     out["health"] = asdict(cfg.health)
     out["sampling"] = asdict(cfg.sampling)
     return json.loads(json.dumps(out, default=str))  # as read back from the file: tuples are lists
+
+
+def fingerprint(ds) -> str:
+    """A hash of the training rows as training sees them (every column, prompts built):
+    another file's rows, or a file edited in place, give another one. One pass over the
+    rows (measured: 7,473 GSM8K rows in about 0.1 s)."""
+    h = hashlib.sha256(json.dumps(sorted(ds.column_names)).encode())
+    for batch in ds.with_format(None).iter(batch_size=1024):
+        h.update(json.dumps(batch, sort_keys=True, ensure_ascii=False, default=_value).encode())
+    return h.hexdigest()[:16]
+
+
+def _value(value: Any) -> str:
+    """A cell JSON cannot write, by its content (never its address)."""
+    data = value if isinstance(value, (bytes, bytearray)) else getattr(value, "tobytes", lambda: None)()
+    if data is not None:
+        return f"{type(value).__name__}:{hashlib.sha256(data).hexdigest()}"
+    return f"{type(value).__name__}:{value}"
 
 
 def _plain(value: Any) -> Any:
@@ -75,23 +109,42 @@ class Changes:
 
 
 def compare(saved: dict, now: dict, step: int) -> Changes:
-    """The settings of ``now`` against those ``saved`` with the checkpoint of ``step``."""
+    """The settings of ``now`` against those ``saved`` with the checkpoint of ``step``.
+    What the checkpoint did not record (an older grpo's) is not compared."""
     changes = Changes()
     for name in ("model", "lora", *FIXED):
         if name in saved and saved[name] != now.get(name):
             changes.refused.append(f"{name}: {_show(saved[name])} in the checkpoint, {_show(now.get(name))} now")
-    old_d, new_d = saved.get("dataset"), now.get("dataset") or {}
-    for name in sorted(set(old_d or {}) | set(new_d)) if old_d is not None else ():
-        if old_d.get(name) != new_d.get(name):
-            changes.refused.append(f"dataset.{name}: {_show(old_d.get(name))} in the checkpoint, "
-                                   f"{_show(new_d.get(name))} now")
+    changes.refused += _data_changes(saved.get("dataset"), now.get("dataset") or {})
     for name in CHANGEABLE:
         if name in saved and saved[name] != now.get(name):
-            changes.applied.append(f"{name} {_show(saved[name])} -> {_show(now.get(name))} from step {step}")
+            changes.applied.append(f"{name} {_show(saved[name])} -> {_show(now.get(name))} from step {step}"
+                                   + _schedule_note(name, now))
     for key, label in (("reward_weights", "reward weight "), ("reward_params", "reward parameters "),
                        ("health", "health."), ("sampling", "sampling.")):
         changes.applied += _changed(saved.get(key), now.get(key) or {}, label, step)
     return changes
+
+
+def _data_changes(old: dict | None, new: dict) -> list[str]:
+    """The dataset settings that differ, each by name; the rows' fingerprint only when
+    none of them does (the same settings giving other rows: a file edited in place)."""
+    names = [k for k in (old or {}) if k != "fingerprint" and old[k] != new.get(k)]
+    out = [f"dataset.{k}: {_show(old[k])} in the checkpoint, {_show(new.get(k))} now" for k in names]
+    if not out and old and "fingerprint" in old and old["fingerprint"] != new.get("fingerprint"):
+        out.append(f"dataset content: the rows' fingerprint is {old['fingerprint']} in the checkpoint, "
+                   f"{new.get('fingerprint')} now, with the same dataset settings and {new.get('rows')} rows "
+                   f"(a data file edited in place, or a hub dataset's new revision)")
+    return out
+
+
+def _schedule_note(name: str, now: dict) -> str:
+    """What a new max_steps does to a schedule that decays over the steps."""
+    schedule = now.get("lr_scheduler_type")
+    if name != "max_steps" or schedule in FLAT:
+        return ""
+    return (f" (the {schedule} learning-rate schedule is now that of a run of {_show(now.get(name))} steps, as "
+            f"with TRL's resume_from_checkpoint; lr_scheduler_type: constant keeps one rate)")
 
 
 def _changed(old: dict | None, new: dict, label: str, step: int) -> list[str]:
@@ -115,4 +168,138 @@ def read(checkpoint: Path) -> dict | None:
         return None  # a checkpoint from before grpo recorded its settings: nothing to compare
 
 
-__all__ = ["compare", "settings_of", "read", "write", "Changes", "SETTINGS", "CHANGEABLE", "FIXED", "DATASET"]
+# ------------------------------------------------------------------ which stage starts where
+
+
+@dataclass(frozen=True)
+class Found:
+    """What output_dir holds of one stage, and its max_steps now."""
+
+    name: str
+    max_steps: int
+    finished: int | None = None  # the steps it finished with (progress.json), or None
+    final: str | None = None  # a finished stage's weights
+    checkpoint: Path | None = None  # its last checkpoint, or the one given with --resume
+    step: int = 0  # that checkpoint's step
+    given: bool = False  # the checkpoint was named on the command line
+
+    @property
+    def began(self) -> bool:
+        return self.finished is not None or self.checkpoint is not None
+
+
+@dataclass
+class Start:
+    """How one stage starts: skipped (``finished``: kept as it is), from ``checkpoint``
+    (at ``step``), or from the beginning; ``record``: the settings its checkpoints record."""
+
+    name: str
+    record: dict = field(default_factory=dict)
+    checkpoint: Path | None = None
+    step: int = 0
+    finished: int | None = None
+    final: str | None = None
+    lines: list[str] = field(default_factory=list)  # said when it starts
+
+
+def starts_of(found: list[Found]) -> list[Start]:
+    """Where each stage starts, or a ConfigError (one pure function; see the module
+    docstring). A finished stage grows only while no later stage has trained on its
+    weights: otherwise the later stage's training would no longer follow from it."""
+    out = []
+    for i, f in enumerate(found):
+        later = next((g.name for g in found[i + 1:] if g.began), None)
+        if f.finished is None:
+            stage = f" stage {f.name!r}" if len(found) > 1 else ""
+            lines = [f"Resuming{stage} from {f.checkpoint} (step {f.step})."] if f.checkpoint is not None else []
+            out.append(Start(f.name, checkpoint=f.checkpoint, step=f.step, lines=lines))
+        elif (f.given and (f.max_steps <= 0 or f.step < f.max_steps)) or 0 < f.finished < f.max_steps:
+            out.append(_extend(f, later))
+        else:
+            out.append(Start(f.name, finished=f.finished, final=f.final, lines=[_skipping(f)]))
+    return out
+
+
+def _extend(f: Found, later: str | None) -> Start:
+    """A finished stage trained on: from the checkpoint given, or its last one to a larger max_steps."""
+    what = f"--resume {f.checkpoint}" if f.given else f"max_steps {f.max_steps}"
+    if later is not None:
+        raise ConfigError(
+            f"Stage {f.name!r} finished with {f.finished} steps and stage {later!r} has trained on from its weights "
+            f"since, so it cannot train again ({what}). Keep its max_steps at {f.finished} (--max_steps on the "
+            f"command line sets every stage: set the last stage's in the config instead), or start a new run.")
+    if f.checkpoint is None:
+        raise ConfigError(
+            f"Stage {f.name!r} finished with {f.finished} steps and left no checkpoint to continue from "
+            f"(save_strategy: no), so it cannot train to {what}. Start a new run (without --resume); with "
+            f"save_strategy: steps (the default) a finished run can be extended.")
+    again = (f"; steps {f.step + 1}-{f.finished} train again" if f.step < f.finished else "")
+    return Start(f.name, checkpoint=f.checkpoint, step=f.step,
+                 lines=[f"Stage {f.name!r} finished with {f.finished} steps; {what}: resuming from "
+                        f"{f.checkpoint} (step {f.step}){again}."])
+
+
+def _skipping(f: Found) -> str:
+    if f.max_steps > 0 and f.max_steps < f.finished:
+        return f"Stage {f.name!r} already finished ({f.finished} steps; max_steps {f.max_steps} now); skipping."
+    return (f"Stage {f.name!r} already finished ({f.finished} steps); skipping. To train it longer, raise max_steps "
+            f"(--resume --max_steps N).")
+
+
+def decide(cfg, plans: list, progress: dict, resume: bool | str, data) -> list[Start]:
+    """Where each stage of ``plans`` starts, before any model loads: a ConfigError for a
+    refused resume (a setting a checkpoint cannot take, another dataset or its rows
+    changed, a finished stage that cannot grow), each named. ``data``: the training split."""
+    rows, prints = len(data), fingerprint(data)
+    records = [settings_of(cfg, p, rows, prints) for p in plans]
+    if not resume:
+        return [Start(p.section.name, record) for p, record in zip(plans, records)]
+    given = given_checkpoint(resume, plans)
+    found = [_found(p, progress, given[1] if given and given[0] == i else None) for i, p in enumerate(plans)]
+    starts = starts_of(found)
+    refused = []
+    for start, record in zip(starts, records):
+        start.record = record
+        saved = read(start.checkpoint) if start.checkpoint is not None and start.finished is None else None
+        if saved is not None:
+            changes = compare(saved, record, start.step)
+            if changes.refused:
+                refused.append(changes.error(start.checkpoint))
+            start.lines += [f"  {line}" for line in changes.applied]
+    if refused:
+        raise ConfigError("\n".join(refused))
+    return starts
+
+
+def _found(plan, progress: dict, given: Path | None) -> Found:
+    name = plan.section.name
+    done = progress.get("stages", {}).get(name, {})
+    finished = int(done.get("steps", 0)) if done.get("done") else None
+    ckpt = given or last_checkpoint(plan.output_dir)
+    return Found(name, int(plan.args.max_steps), finished, done.get("final"), ckpt,
+                 checkpoint_step(ckpt) if ckpt is not None else 0, given is not None)
+
+
+def given_checkpoint(resume: bool | str, plans: list) -> tuple[int, Path] | None:
+    """The checkpoint ``--resume PATH`` names, and the index of the stage it is of (None:
+    the last one of each stage). A relative name is looked up in output_dir too."""
+    if not isinstance(resume, str) or resume in ("true", "True"):
+        return None
+    path = next((c for c in (Path(resume), *(p.output_dir / resume for p in plans)) if c.is_dir()), None)
+    if path is None:
+        raise ConfigError(f"--resume {resume}: no such checkpoint directory (looked here and in "
+                          f"{plans[0].output_dir}).")
+    if not (path / "trainer_state.json").is_file():
+        raise ConfigError(f"--resume {resume}: {path} is not a checkpoint (no trainer_state.json); the checkpoints "
+                          f"are the checkpoint-N folders in output_dir.")
+    for i, p in enumerate(plans):
+        if path.resolve().parent == p.output_dir.resolve():
+            return i, path
+    if len(plans) == 1:
+        return 0, path  # a checkpoint from elsewhere, as TRL's resume_from_checkpoint takes it
+    raise ConfigError(f"--resume {resume}: not a checkpoint of a stage of this config (their folders: "
+                      f"{', '.join(str(p.output_dir) for p in plans)}).")
+
+
+__all__ = ["compare", "settings_of", "fingerprint", "read", "write", "decide", "starts_of", "given_checkpoint",
+           "Changes", "Found", "Start", "SETTINGS", "CHANGEABLE", "FIXED", "DATASET"]

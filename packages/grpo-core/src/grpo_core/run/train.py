@@ -19,11 +19,11 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from grpo_core.base.errors import ConfigError, GrpoError
+from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
 from grpo_core.config.schema import RunConfig
 from grpo_core.run import outputs
@@ -40,8 +40,10 @@ from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
     plan,
     prepare,
 )
+from grpo_core.run.resume import Start
 from grpo_core.trainer import rollout_log
 from grpo_core.trainer.batch import run_tokens, summary
+from grpo_core.trainer.exact_resume import ResumeSettings
 
 
 @dataclass
@@ -102,7 +104,7 @@ class Run:
 
     p: Prepared
     precision: Any  # precision.Precision
-    resume: bool | str
+    starts: list[Start]  # where each stage starts (grpo_core.run.resume.decide)
     progress: dict
     log: Callable[[str], None]
     stream: Any
@@ -138,15 +140,16 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
         log = lambda message: None  # noqa: E731 - one process speaks
     p = prepare(cfg, check=check, log=log, verbose=verbose, heldout=True)
     resume = resume or p.plans[0].args.resume_from_checkpoint or False
-    _check_resume_arg(resume)
     progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
                                health=cfg.health.enabled, log=log)
-    if main:
+    # refused here, before any model loads and before config.yaml is written
+    starts = outputs.on_main(lambda: rules.decide(cfg, p.plans, progress, resume, p.train_ds))
+    if main and any(s.finished is None for s in starts):  # a run with nothing left to train keeps its config.yaml
 
         outputs.write_resolved(cfg, p.plans, p.root, p.device)
         manifest.write(p.root, manifest.build(cfg))
     model, tokenizer, precision = load_model(p, log)
-    r = Run(p, precision, resume, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
+    r = Run(p, precision, starts, progress, log, stream or sys.stdout, list(extra_callbacks or []), main)
     r.heldout = p.heldout
     result = TrainResult(output_dir=r.root, global_step=0)
     for i, stage in enumerate(r.plans):
@@ -161,37 +164,17 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
     return _finish(r, model, tokenizer, result)
 
 
-def _check_resume_arg(resume) -> None:
-    if resume and isinstance(resume, str) and resume not in ("true", "True") and not Path(resume).is_dir():
-        raise ConfigError(f"--resume {resume}: no such checkpoint directory.")
-
-
-def _stage_checkpoint(r: Run, i: int, p: StagePlan) -> Path | None:
-    """The checkpoint this stage resumes from (metrics and health cut back to it; settings
-    changed since it was written taken, or refused: :mod:`grpo_core.run.resume`), or None."""
-    if not r.resume:
-        return None
-
-    resume = r.resume
-    explicit = isinstance(resume, str) and resume not in ("true", "True")
-    ckpt = Path(resume) if explicit and i == _stage_of(resume, r.plans) else last_checkpoint(p.output_dir)
-    step = 0
-    if ckpt is not None:
-        step = outputs.checkpoint_step(ckpt)
-        r.log(f"Resuming{f' stage {p.section.name!r}' if r.cfg.multi_stage else ''} from {ckpt} (step {step}).")
-        saved = rules.read(ckpt)
-        if saved is not None:
-            changes = rules.compare(saved, rules.settings_of(r.cfg, p, len(r.p.train_ds)), step)
-            if changes.refused:
-                raise ConfigError(changes.error(ckpt))
-            for line in changes.applied:
-                r.log(f"  {line}")
-    if r.main:
+def _begin(r: Run, start: Start) -> None:
+    """A stage as it starts: what the resume decision said (where it resumes, the settings
+    changed since its checkpoint), and the logs cut back to its checkpoint (a resumed run
+    writes the rest again)."""
+    for line in start.lines:
+        r.log(line)
+    if r.main and start.checkpoint is not None:
 
         for name in (METRICS, HEALTH):
-            outputs.truncate_jsonl(r.root / name, r.offset + step)
-        rollout_log.truncate(r.root / rollout_log.FOLDER, r.offset + step)
-    return ckpt
+            outputs.truncate_jsonl(r.root / name, r.offset + start.step)
+        rollout_log.truncate(r.root / rollout_log.FOLDER, r.offset + start.step)
 
 
 def _stage_callbacks(r: Run, p: StagePlan) -> dict:
@@ -226,10 +209,12 @@ def _monitors(r: Run, p: StagePlan) -> dict:
     return out
 
 
-def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict):
+def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, record: dict):
+    """The stage's trainer; its checkpoints record ``record`` (the resume decision's, with
+    the data's fingerprint)."""
+    features = replace(features_of(r.p, p, precision=r.precision, offset=r.offset), resume=ResumeSettings(record))
     return build_trainer(r.p, p, model, tokenizer, callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
-                         report=lambda event: _report_nonfinite(r, p, event),
-                         features=features_of(r.p, p, precision=r.precision, offset=r.offset))
+                         report=lambda event: _report_nonfinite(r, p, event), features=features)
 
 
 def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
@@ -249,24 +234,25 @@ def _report_nonfinite(r: Run, p: StagePlan, event) -> None:
 
 def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResult):
     """Train one stage (or skip it when a resumed run already finished it); the model after it."""
-    name = p.section.name
-    done = r.progress["stages"].get(name, {})
-    if r.resume and done.get("done"):
-        r.offset += int(done.get("steps", 0))
-        r.carried = done.get("final")
-        result.stages.append({"name": name, "steps": int(done.get("steps", 0)), "skipped": True})
-        r.log(f"Stage '{name}' already finished ({done.get('steps')} steps); skipping.")
+    name, start = p.section.name, r.starts[i]
+    if start.finished is not None:
+        r.offset += start.finished
+        r.carried = start.final
+        result.global_step = r.offset
+        result.stages.append({"name": name, "steps": start.finished, "skipped": True})
+        for line in start.lines:
+            r.log(line)
         return model
     if r.carried:
         model = _load_stage_weights(r.cfg, model, Path(r.carried))
         r.carried = None
-    ckpt = _stage_checkpoint(r, i, p)
+    _begin(r, start)
     callbacks = _stage_callbacks(r, p)
-    r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks)
+    r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks, start.record)
     if r.cfg.multi_stage:
         rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
         r.log(f"Stage {i + 1}/{len(r.plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
-    _train(r, trainer, ckpt, callbacks["interrupt"])
+    _train(r, trainer, start.checkpoint, callbacks["interrupt"])
     model = _unwrap(trainer)
     steps = trainer.state.global_step
     if "health" in callbacks:
@@ -381,14 +367,6 @@ def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
     if tokens:
         r.log(tokens)
     return result
-
-
-def _stage_of(checkpoint: str, plans: list[StagePlan]) -> int:
-    path = Path(checkpoint).resolve()
-    for i, p in enumerate(plans):
-        if path.parent == p.output_dir.resolve():
-            return i
-    return -1
 
 
 def plot_safely(root: Path, log: Callable) -> Path | None:

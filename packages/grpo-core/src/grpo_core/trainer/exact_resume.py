@@ -9,8 +9,10 @@
 - grpo's own state (dynamic sampling's prompt stream) is saved with every
   checkpoint by the main process and loaded back by every process.
 - A checkpoint records the settings that trained it (:mod:`grpo_core.run.resume`).
-- The restored scheduler keeps the checkpoint's base learning rate: the
-  configured one replaces it (:func:`take_learning_rate`).
+- The restored scheduler keeps the checkpoint's base learning rate, and the
+  optimizer the rate of the checkpoint's schedule: the configured rate replaces
+  the one, the configured schedule's rate at the checkpoint's step the other
+  (:func:`take_learning_rate`).
 
 The trainer hands over TRL's private values (the counter, the buffer); nothing
 here touches TRL.
@@ -104,9 +106,12 @@ class ExactResume:
 
 def take_learning_rate(scheduler: Any, optimizer: Any, lr: float) -> None:
     """The restored scheduler keeps the checkpoint's base rate: ``lr`` replaces it, on
-    the schedule of the current step (a LambdaLR, as TRL's are)."""
+    the schedule of the current step (a LambdaLR, as TRL's are). The restored optimizer
+    keeps the rate the checkpoint's schedule set for the next step: it is set from the
+    schedule now (another max_steps or warm-up moves it; TRL would train the next step
+    at the old rate, 0 after a finished linear schedule)."""
     lambdas = getattr(scheduler, "lr_lambdas", None)
-    if lambdas is None or optimizer is None or all(b == lr for b in scheduler.base_lrs):
+    if lambdas is None or optimizer is None:
         return
     scheduler.base_lrs = [lr] * len(scheduler.base_lrs)
     for group, fn in zip(optimizer.param_groups, lambdas):
