@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
 
 from grpo_core.base.flags import flag_value, flag_values
 from grpo_core.base.tables import number, table  # noqa: F401 - the commands' tables and numbers
+from grpo_core.config.values import Range
 from grpo_core.plugin import registry
 from grpo_core.plugin.plugins import PluginProblem, report_once  # (commands.plugins is a command)
 
@@ -22,6 +24,7 @@ SUMMARIES = {
     "score": "score completions from a JSONL, CSV or Parquet file with composed rewards (no model needed)",
     "serve": "serve rewards over HTTP (grpo's /score, OpenRLHF's /get_reward) for other trainers and processes",
     "rollouts": "read a run's rollout log: best and worst completions, hacking filters",
+    "view": "a run in the browser: curves, the rollout log as groups with filters, two runs or steps compared",
     "check": "test the rewards without a model: full marks for the gold answer, nothing for hacks",
     "preflight": "sample from the base model, score, and report whether the rewards give a learning signal",
     "train": "train with GRPO from a YAML config (every GRPOConfig field settable)",
@@ -54,6 +57,24 @@ def parse_key_values(extra: list[str], command: str) -> dict[str, Any]:
     overrides are (YAML values)."""
 
     return {key: flag_value(values) for key, values in flag_values(extra, command)}
+
+
+def number_arg(rng: Range, whole: bool = True):
+    """An argparse ``type`` for a number in ``rng``: a value outside it (``-n 0``,
+    ``--max-new-tokens -5``) is refused by argparse, naming the option and the value,
+    before the command imports anything heavy."""
+    noun = "a whole number" if whole else "a number"
+
+    def parse(text: str):
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not rng.holds(value):
+            raise argparse.ArgumentTypeError(f"{text} is not {rng.text(noun)}")
+        return value
+
+    return parse
 
 
 def print_json(data: Any) -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.tables import number
-from grpo_core.commands import SUMMARIES
+from grpo_core.commands import SUMMARIES, number_arg
+from grpo_core.config.values import Range
 from grpo_core.data.datasets import build_prompt, check_columns, resolve_system_prompt
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import score_batch
@@ -22,11 +23,13 @@ def add_parser(sub) -> None:
     src.add_argument("--input", type=Path, help="JSONL with 'question' or 'prompt' per line")
     p.add_argument("--system-prompt", default=None, help="registered name (e.g. plain, xml) or text")
     p.add_argument("--base", default=None, help="base model for an adapter dir (default: from the adapter)")
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-new-tokens", type=number_arg(Range(1)), default=256, help="tokens per completion (>= 1)")
+    p.add_argument("--temperature", type=number_arg(Range(0, low_open=True), whole=False), default=1.0,
+                   help="sampling temperature (> 0; --greedy for none)")
+    p.add_argument("--top-p", type=number_arg(Range(0, 1, low_open=True), whole=False), default=1.0,
+                   help="nucleus sampling (0, 1]")
     p.add_argument("--greedy", action="store_true", help="greedy decoding (no sampling)")
-    p.add_argument("-n", "--num", type=int, default=1, help="completions per prompt")
+    p.add_argument("-n", "--num", type=number_arg(Range(1)), default=1, help="completions per prompt (>= 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rewards", nargs="+", metavar="SPEC", help="score the completions with these rewards")
     p.add_argument("--json", action="store_true", help="print JSON lines")

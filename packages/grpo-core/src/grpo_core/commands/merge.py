@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from grpo_core.base.errors import GrpoError
+from grpo_core.base.errors import ConfigError, GrpoError
 from grpo_core.commands import SUMMARIES
+from grpo_core.config.precision import DTYPES, normalize_dtype
 from grpo_core.trainer.generation import is_adapter_dir, load_policy, run_weights
 
 
@@ -14,8 +16,16 @@ def add_parser(sub) -> None:
     p.add_argument("adapter", type=Path, help="directory with adapter_config.json (a grpo train output)")
     p.add_argument("--output", type=Path, required=True, help="where to save the merged model")
     p.add_argument("--base", default=None, help="base model (default: the one the adapter names)")
-    p.add_argument("--dtype", default="auto", help="dtype to save in (auto, float32, bfloat16, float16)")
+    p.add_argument("--dtype", default="auto", type=_dtype, help="dtype to save in (auto, float32, bfloat16, float16)")
     p.set_defaults(func=run)
+
+
+def _dtype(text: str) -> str:
+    """``--dtype`` as precision reads a model's dtype (bf16 is bfloat16); another is refused by name."""
+    try:
+        return normalize_dtype(text)
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(DTYPES)} (or bf16, fp16, fp32)") from None
 
 
 def merge_adapter(adapter: Path, output: Path, base: str | None = None, dtype: str = "auto", log=print) -> Path:

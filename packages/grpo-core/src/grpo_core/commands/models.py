@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from grpo_core.base.errors import GrpoError
 from grpo_core.commands import SUMMARIES, print_json, table
 from grpo_core.config.models import (
     ALIASES,
@@ -49,11 +52,23 @@ def run_list(args) -> int:
 def run_pull(args) -> int:
     if args.name in ALIASES:
         path = pull(args.name, force=args.force)
-    elif args.force and args.name.lower().endswith(".gguf"):
-        from pathlib import Path
-
-        path = convert_gguf(args.name, _gguf_cache_path(Path(args.name)))
+    elif args.name.lower().endswith(".gguf"):
+        gguf = Path(args.name)
+        if args.force and gguf.is_file():
+            path = convert_gguf(gguf, _gguf_cache_path(gguf))
+        else:
+            path = resolve(args.name)  # converted once; a missing file is said so
     else:
-        path = resolve(args.name)
+        raise GrpoError(_not_pullable(args.name))
     print(path)
     return 0
+
+
+def _not_pullable(name: str) -> str:
+    """Only an alias or a .gguf file has anything to pull; a Hub id or a checkpoint is used as it is."""
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), list(ALIASES), n=1, cutoff=0.5)
+    return (f"'{name}' is not a model alias" + (f" (did you mean '{close[0]}'?)" if close else "")
+            + f" or a .gguf file: grpo models pull takes one of {', '.join(ALIASES)} (grpo models list) or a .gguf "
+            "file to convert. A Hub id or a local checkpoint needs no pull: give it as model.id.")

@@ -11,7 +11,8 @@ from grpo_core.base.errors import GrpoError, MissingColumnError
 from grpo_core.base.tables import number as show_number
 from grpo_core.base.text import completion_text
 from grpo_core.checks import manifest
-from grpo_core.commands import SUMMARIES, print_json, table
+from grpo_core.commands import SUMMARIES, number_arg, print_json, table
+from grpo_core.config.values import Range
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import (
     ROW_ONLY,
@@ -46,7 +47,7 @@ def add_parser(sub) -> None:
     p.add_argument("--group-size", type=int, default=None, metavar="G",
                    help="groups are G consecutive rows (default with --against: runs of the same prompt); "
                    "reports the share of groups with zero reward spread")
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=number_arg(Range(1)), default=1024, help="rows scored at once (default 1024)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -99,25 +100,35 @@ def _group_key(row: dict) -> str:
     return json.dumps(row.get("prompt"), default=str)
 
 
-def _jsonl_rows(path: Path):
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+def _text_lines(path: Path):
+    """``path``'s lines as text, numbered from 1; a line that is not UTF-8 is an error naming
+    it and its first bad byte (not a UnicodeDecodeError from deep in a reader)."""
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise GrpoError(f"{path}:{lineno} is not valid JSON ({exc.msg}); each line must be one object.") from None
-            if not isinstance(row, dict):
-                raise GrpoError(f"{path}:{lineno} is not a JSON object; each line needs {{\"completion\": ...}}.")
-            yield lineno, row
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise GrpoError(f"{path}:{lineno} is not UTF-8 text (byte {raw[exc.start]:#04x} at column "
+                                f"{exc.start + 1}); save the file as UTF-8.") from None
+
+
+def _jsonl_rows(path: Path):
+    for lineno, line in _text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GrpoError(f"{path}:{lineno} is not valid JSON ({exc.msg}); each line must be one object.") from None
+        if not isinstance(row, dict):
+            raise GrpoError(f"{path}:{lineno} is not a JSON object; each line needs {{\"completion\": ...}}.")
+        yield lineno, row
 
 
 def _csv_rows(path: Path):
     import csv
 
-    with path.open(encoding="utf-8", newline="") as fh:
-        yield from enumerate(csv.DictReader(fh), 1)
+    yield from enumerate(csv.DictReader(line for _, line in _text_lines(path)), 1)
 
 
 def _parquet_rows(path: Path):
@@ -237,6 +248,9 @@ def run(args) -> int:
             progress.close()
         if out:
             out.close()
+    if sides[0].total.n == 0:  # a table of nan would say nothing was wrong
+        raise GrpoError(f"--input {args.input} holds no completions (no rows); each row needs a 'completion' and the "
+                        f"columns the rewards read.")
     if compare:
         for group in grouper.finish():
             _add_group(compare, steps, step_of, group)
@@ -345,10 +359,12 @@ class _Output:
 
     def __init__(self, path: Path):
         self.path = path
-        self.fh = path.open("w", encoding="utf-8", newline="")
+        self.fh = None  # opened with the first rows: an input with none leaves no file behind
         self.csv = None
 
     def write(self, records: list[dict]) -> None:
+        if self.fh is None:
+            self.fh = self.path.open("w", encoding="utf-8", newline="")
         if self.path.suffix != ".csv":
             self.fh.writelines(json.dumps(r, default=str) + "\n" for r in records)
             return
@@ -360,4 +376,5 @@ class _Output:
         self.csv.writerows({k: "" if v is None else v for k, v in r.items()} for r in records)
 
     def close(self) -> None:
-        self.fh.close()
+        if self.fh is not None:
+            self.fh.close()
