@@ -355,7 +355,7 @@ RANGES: dict[str, Range] = {
     "save_steps": Range(0, low_open=True, note="a step count, or a ratio of the steps below 1"),
     "eval_steps": Range(0, low_open=True, note="a step count, or a ratio of the steps below 1"),
     "eval_delay": Range(0),
-    "save_total_limit": Range(1),
+    "save_total_limit": Range(1, note="null keeps every checkpoint; transformers reads 0 so too"),
     "seed": Range(0),
     "data_seed": Range(0),
     "dataloader_num_workers": Range(0),
