@@ -52,5 +52,13 @@ pip install -q \
   -e packages/grpo-reasoning-gym \
   -e examples/grpo-acme \
   -e ".[dev]"
+# OpenRLHF's remote-reward client and experience builder, verl's reward loader and managers:
+# tests/serve runs grpo serve and compute_score through them. Their own code only, without
+# their training stacks (vLLM, DeepSpeed, flash-attn, CUDA torch): what their reward paths
+# import. verl's DataProto imports Ray at its top, so Ray comes too (core only, no extras).
+echo "setup: installing OpenRLHF 0.11.2 and verl 0.9.1 (their reward code, not their training stacks)"
+pip install -q --no-deps "openrlhf==0.11.2" "verl==0.9.1" "ray==2.55.0" "tensordict==0.10.0" "pyvers==0.1.0" \
+  "omegaconf==2.4.0" "codetiming==1.4.0" "pylatexenc==2.11" "cloudpickle==3.1.3"
+pip install -q "aiohttp==3.14.5" "msgpack==1.2.4" "protobuf==7.36.2" "orjson==3.13.0"
 touch "$stamp"
 echo "setup: done ($("$VENV/bin/grpo" --version))"

@@ -22,7 +22,8 @@ def installed(monkeypatch):
 
 def _args(**kw):
     base = dict(config=None, rewards=SPECS, stage=None, host="127.0.0.1", port=0, token=None, workers=2, queue=4,
-                time_limit=None, max_body=64 * 1024, max_items=256, max_chars=4000, label_column="answer")
+                time_limit=None, max_body=64 * 1024, max_items=256, max_chars=4000, label_column="answer", eos=[],
+                scores="auto", token_file=None)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -84,7 +85,10 @@ def test_openrlhf_and_score_endpoints_match_grpo_score(serving, tmp_path):
         status, got = post(url, "/get_reward", openrlhf_body(data))
         assert status == 200, got
         assert got["rewards"] == [e["total"] for e in expected]
-        assert got["extra_logs"]["math.correctness"] == [e["math.correctness"] for e in expected]
+        for name in ("math.correctness", "format.think_answer_r1"):
+            assert got["extra_logs"][name] == [e[name] for e in expected], name
+        assert got["extra_logs"]["unscored"] == [0.0] * len(data)
+        assert got["scores"] == [e["total"] / 3 for e in expected]  # weights 2 and 1 on rewards in [0, 1]
         body = json.dumps({"completions": [r["completion"] for r in data], "prompts": [r["prompt"] for r in data],
                            "columns": {"answer": [r["answer"] for r in data]}}).encode()
         status, mine = post(url, "/score", body)
@@ -233,3 +237,137 @@ def test_sigterm_finishes_the_requests_in_flight(installed, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_body_declared_too_large_is_refused_before_it_is_read(serving):
+    import socket
+
+    with serving() as url:  # --max-body 64 KiB
+        u = urlparse(url)
+        with socket.create_connection((u.hostname, u.port), timeout=10) as sock:
+            sock.sendall(b"POST /score HTTP/1.1\r\nHost: grpo\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 10000000\r\n\r\n{")
+            reply = sock.recv(65536)  # at once: the server does not wait for the 10 MB it was promised
+    assert reply.startswith(b"HTTP/1.1 413") and b"10000000 bytes" in reply
+
+
+def test_a_chunked_body_past_the_limit_is_refused_as_it_streams(serving):
+    # no Content-Length to check: 205 KB of a valid request, in 8 KiB chunks, against --max-body 64 KiB
+    body = json.dumps({"completions": ["x" * 3000] * 68, "columns": {"answer": ["4"] * 68}}).encode()
+    assert len(body) > 200_000
+    with serving() as url:
+        u = urlparse(url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        conn.request("POST", "/score", body=(body[i:i + 8192] for i in range(0, len(body), 8192)),
+                     headers={"Content-Type": "application/json"}, encode_chunked=True)
+        answer = conn.getresponse()
+        assert answer.status == 413 and "passes the limit of 65536 bytes" in json.loads(answer.read())["error"]
+        conn.close()
+        assert post(url, "/score", GOOD)[0] == 200
+
+
+def test_a_token_guards_get_reward_and_the_remote_client_sends_it(serving, monkeypatch):
+    from grpo_core.rewards.reward import compose_rewards
+
+    monkeypatch.delenv("GRPO_SERVE_TOKEN", raising=False)
+    with serving(token="s3cret") as url:
+        body = openrlhf_body(rows(2))
+        assert post(url, "/get_reward", body)[0] == 401  # OpenRLHF's own client sends no token
+        status, got = post(url, "/get_reward", body, {"Authorization": "Bearer s3cret"})
+        assert status == 200 and len(got["rewards"]) == 2
+        (remote,), _ = compose_rewards([f"remote.server(url={url!r})"])
+        with pytest.raises(RuntimeError, match="answered 401"):
+            remote(completions=["Answer: 4"], answer=["4"])
+        monkeypatch.setenv("GRPO_SERVE_TOKEN", "s3cret")
+        assert remote(completions=["Answer: 4", "5"], answer=["4", "4"]) == [2.0, 0.0]
+
+
+def test_a_token_from_a_file(installed, tmp_path):
+    from grpo_core.base.errors import GrpoError
+    from grpo_core.commands.serve import build
+
+    (tmp_path / "token").write_text("fr0m-file\n")
+    server = build(_args(token_file=str(tmp_path / "token"))).state.server
+    assert server.token == "fr0m-file"
+    with pytest.raises(GrpoError, match="cannot read it"):
+        build(_args(token_file=str(tmp_path / "missing")))
+    with pytest.raises(GrpoError, match="not both"):
+        build(_args(token="x", token_file=str(tmp_path / "token")))
+
+
+def test_an_over_long_response_is_not_scored_and_the_rest_is(serving):
+    # --max-chars 4000: OpenRLHF turns a 4xx into 5 retries and then a sample with no reward
+    prompt = "What is 2 + 2?"
+    queries = [prompt + "Answer: 4", prompt + "Answer: 4 " + "x" * 5000, prompt + "Answer: 5"]
+    body = json.dumps({"query": queries, "prompts": [prompt] * 3, "labels": ["4"] * 3}).encode()
+    with serving() as url:
+        status, got = post(url, "/get_reward", body)
+    assert status == 200, got
+    assert got["rewards"] == [2.0, 0.0, 0.0]
+    assert got["extra_logs"]["unscored"] == [0.0, 2.0, 0.0]
+    assert "5010 characters" in got["notes"][1]["query"] and "--max-chars" in got["notes"][1]["query"]
+    assert got["notes"][0] == {} and got["notes"][2] == {}
+
+
+def test_end_markers_of_the_configs_tokenizer_of_eos_and_of_chat_templates(serving, tmp_path):
+    from grpo_core.testing import make_tokenizer
+
+    tok = make_tokenizer()
+    tok.add_special_tokens({"eos_token": "<|my_end|>"})
+    tok.save_pretrained(tmp_path / "model")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"model: {{id: {tmp_path / 'model'}}}\ndataset: {{name: arithmetic}}\n"
+                   f"rewards: ['format.think_answer_r1']\n")
+    response = "<think>\nadding\n</think>\n<answer>\n4\n</answer>"
+    ends = ["", "<|my_end|>", "[END]", "<|eot_id|>", "<end_of_turn>\n<eos>", "</s>", "<|other|>"]
+    prompt = "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"
+    body = json.dumps({"query": [prompt + response + e for e in ends], "prompts": [prompt] * len(ends),
+                       "labels": ["4"] * len(ends)}).encode()
+    with serving(config=str(cfg), rewards=None, eos=["[END]"]) as url:
+        status, got = post(url, "/get_reward", body)
+    assert status == 200, got
+    # the tokenizer's, --eos's and the chat templates' markers go; an unknown one stays (format fails)
+    assert got["rewards"] == [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+
+
+def test_what_scores_holds(serving, installed):
+    from grpo_core.base.errors import GrpoError
+    from grpo_core.serve.openrlhf import ScoresScale
+
+    body = openrlhf_body([{"prompt": "p", "completion": c, "answer": "4"}
+                          for c in ("<think>\nx\n</think>\n<answer>\n4\n</answer>", "Answer: 4", "Answer: 5")])
+    for choice, expected in (("auto", [1.0, 2 / 3, 0.0]), ("normalized", [1.0, 2 / 3, 0.0]),
+                             ("total", [3.0, 2.0, 0.0]), ("math.correctness", [1.0, 1.0, 0.0]),
+                             ("format.think_answer_r1", [1.0, 0.0, 0.0])):
+        with serving(scores=choice) as url:
+            status, got = post(url, "/get_reward", body)
+        assert status == 200 and got["rewards"] == [3.0, 2.0, 0.0], got
+        assert got["scores"] == expected, choice
+    # a negative weight: the total's range is [-1, 0], scaled onto [0, 1]
+    scale = ScoresScale.choose("auto", ["a", "b"], [2.0, -1.0], [(0.0, 1.0), (0.0, 1.0)])
+    assert (scale.low, scale.high) == (-1.0, 2.0) and scale.of([0.5, -1.0, 2.0], {}) == [0.5, 0.0, 1.0]
+    assert ScoresScale.choose("auto", ["a", "mine"], [1.0, 1.0], [(0.0, 1.0), None]).scaled is False
+    with pytest.raises(GrpoError, match="mine declare"):
+        ScoresScale.choose("normalized", ["a", "mine"], [1.0, 1.0], [(0.0, 1.0), None])
+    with pytest.raises(GrpoError, match="one of the served rewards"):
+        ScoresScale.choose("best", ["a"], [1.0], [(0.0, 1.0)])
+
+
+def test_the_response_inside_a_query():
+    from grpo_core.serve.responses import Ends, response_of
+
+    prompt = ("<|im_start|>system\nThink step by step, then give the answer in tags.<|im_end|>\n"
+              "<|im_start|>user\nWhat is 7 + 5? Ünïcödé<|im_end|>\n<|im_start|>assistant\n")
+    response = "<think>\n7 + 5 = 12\n</think>\n<answer>\n12\n</answer>"
+    assert response_of(prompt + response, prompt) == (response, None)
+    cut = "prompt cut at its start (the peer truncated it)"
+    assert response_of(prompt[50:] + response, prompt) == (response, cut)
+    assert response_of("\ufffd" + prompt[-60:] + response, prompt) == (response, cut)  # a UTF-8 byte split
+    assert response_of(prompt[-12:] + response, prompt) == (response, cut)  # fewer than 32 characters kept
+    assert response_of("Question: 7 + 5?" + response, prompt) == (
+        "Question: 7 + 5?" + response, "prompt not found in the query: the whole query was scored")
+    ends = Ends.of()
+    assert ends.trim("x</answer>\n<|im_end|>") == "x</answer>\n"  # the response's own newline stays
+    assert ends.trim("x<|im_end|>\n<|endoftext|>") == "x"
+    assert ends.trim("a <|im_end|> b") == "a <|im_end|> b"  # only at the end
+    assert ends.trim_completion([{"role": "assistant", "content": "4</s>"}]) == [{"role": "assistant", "content": "4"}]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from functools import partial
 
 import pytest
 
+from tests.serve.conftest import peer
 from tests.serve.test_serve import SPECS, grpo_score, rows
 
 
@@ -58,13 +61,41 @@ def test_compute_score_from_a_config_and_its_errors(installed, tmp_path):
         _verl_loads({})(data_source="x", solution_str="4", ground_truth="4")
 
 
+def test_compute_score_reads_extra_info_and_keeps_none_apart(installed, tmp_path, monkeypatch):
+    import math
+
+    (tmp_path / "hard.py").write_text("def hard(completions, difficulty, **kw):\n"
+                                      "    return [float(d) for d in difficulty]\n")
+    monkeypatch.chdir(tmp_path)
+    fn = _verl_loads({"rewards": ["math.correctness:2", "hard.py:hard:0.5"]})
+    # extra_info fills the column the second reward reads
+    item = fn(data_source="x", solution_str="Answer: 4", ground_truth="4", extra_info={"difficulty": 3})
+    assert item == {"score": 3.5, "math.correctness": 1.0, "hard": 3.0, "unscored": 0}
+    # no gold answer: math.correctness has no opinion, NaN (not 0.0), counted, left out of the total
+    item = fn(data_source="x", solution_str="Answer: 4", ground_truth="", extra_info={"difficulty": 2})
+    assert math.isnan(item["math.correctness"]) and item["unscored"] == 1
+    assert item["score"] == 1.0 and item["hard"] == 2.0
+    # the batch form reads each item's extra_info, also the keys only a reward's **kwargs reads (as TRL
+    # passes every dataset column)
+    (tmp_path / "bonus.py").write_text("def bonus(completions, **kw):\n"
+                                       "    return [float(b) for b in kw.get('bonus', [0] * len(completions))]\n")
+    both = _verl_loads({"rewards": ["hard.py:hard", "bonus.py:bonus"]})
+    batch = both(data_sources=["x", "x"], solution_strs=["Answer: 4", "Answer: 5"], ground_truths=["4", "4"],
+                 extra_infos=[{"difficulty": 1, "bonus": 0.25}, {"difficulty": 4, "bonus": 0.5}])
+    assert [b["hard"] for b in batch] == [1.0, 4.0] and [b["bonus"] for b in batch] == [0.25, 0.5]
+    # an end-of-sequence marker left on the solution is not part of the answer
+    fmt = _verl_loads({"rewards": ["format.think_answer_r1"]})
+    assert fmt(data_source="x", solution_str="<think>\nx\n</think>\n<answer>\n4\n</answer><|im_end|>",
+               ground_truth="4")["score"] == 1.0
+
+
 def test_through_verls_own_reward_manager(installed, tmp_path):
-    """verl's own code end to end on a small batch (skipped where verl is not installed):
+    """verl's own code end to end on a small batch:
     its loader (get_custom_reward_fn / load_reward_manager), its legacy NaiveRewardManager
     and BatchRewardManager, and the reward-loop worker 0.9+ trains with; each decodes the
     response token ids and puts the score on the last valid response token."""
-    pytest.importorskip("verl.workers.reward_manager")
-    pytest.importorskip("verl.experimental.reward_loop")
+    peer("verl.workers.reward_manager")
+    peer("verl.experimental.reward_loop")
     import numpy as np
     import torch
     from omegaconf import OmegaConf
@@ -133,3 +164,83 @@ def test_through_verls_own_reward_manager(installed, tmp_path):
     rm_scores = resolve_reward_manager_cls(config).assemble_rm_scores(batch(), [o["reward_score"] for o in outputs])
     infos = [o["reward_extra_info"] for o in outputs]
     check(rm_scores, {k: [info[k] for info in infos] for k in infos[0]})
+
+
+# A cold reward worker: a fresh process that has imported none of grpo, scoring through
+# verl 0.9's RewardLoopWorker, whose manager calls compute_score in executor threads
+# (16 here): the first 16 calls run at once, then a batch of 100.
+COLD_WORKER = """
+import asyncio, json, sys
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np, torch
+from omegaconf import OmegaConf
+from transformers import AutoTokenizer
+from verl import DataProto
+from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+tok_path, verl_py, specs, first, rest = json.loads(sys.stdin.read())
+tok = AutoTokenizer.from_pretrained(tok_path)
+
+def batch(data):
+    prompts = [tok(r["prompt"])["input_ids"] for r in data]
+    responses = [tok(r["completion"])["input_ids"] + [tok.eos_token_id] for r in data]
+    P, R, pad = max(map(len, prompts)), max(map(len, responses)), tok.pad_token_id
+    p = torch.tensor([[pad] * (P - len(x)) + x for x in prompts])
+    r = torch.tensor([x + [pad] * (R - len(x)) for x in responses])
+    mask = torch.tensor([[0] * (P - len(a)) + [1] * (len(a) + len(b)) + [0] * (R - len(b))
+                         for a, b in zip(prompts, responses)])
+    return DataProto.from_dict(
+        tensors={"prompts": p, "responses": r, "input_ids": torch.cat([p, r], 1), "attention_mask": mask},
+        non_tensors={"data_source": np.array(["arithmetic"] * len(data), dtype=object),
+                     "reward_model": [{"ground_truth": x["answer"], "style": "rule"} for x in data],
+                     "extra_info": [{"index": i, "question": x["prompt"]} for i, x in enumerate(data)]})
+
+config = OmegaConf.create({
+    "actor_rollout_ref": {"model": {"path": tok_path, "tokenizer_path": None}},
+    "reward": {"custom_reward_function": {"path": verl_py, "name": "compute_score", "reward_kwargs": {"rewards": specs}},
+               "reward_manager": {"source": "register", "name": "naive"}, "reward_model": {"enable": False}}})
+worker = RewardLoopWorker(config)
+worker.loop.set_default_executor(ThreadPoolExecutor(16))
+cold = batch(first)
+
+async def first_calls():
+    return await asyncio.gather(*(worker.compute_score(cold[i:i + 1]) for i in range(len(first))),
+                                return_exceptions=True)
+
+out = worker.loop.run_until_complete(first_calls())
+errors = [repr(o) for o in out if isinstance(o, BaseException)]
+firsts = [None if isinstance(o, BaseException) else o["reward_extra_info"] for o in out]
+rests = worker.loop.run_until_complete(worker.compute_score_batch(batch(rest)))
+print(json.dumps({"errors": errors, "first": firsts, "rest": [o["reward_extra_info"] for o in rests]}))
+"""
+
+
+def checked_rows(n: int) -> list[dict]:
+    """Answers only the math checker decides (a fraction against a decimal gold)."""
+    return [{"prompt": f"What is {2 * k + 1} / 4?", "answer": str((2 * k + 1) / 4),
+             "completion": f"<think>\ndividing\n</think>\n<answer>\n\\frac{{{2 * k + 1}}}{{4}}\n</answer>"}
+            for k in range(n)]
+
+
+def test_a_cold_verl_worker_16_first_calls_at_once_then_100(installed, tmp_path):
+    """verl 0.9.1's reward loop in a fresh process: 16 first calls at once from its executor
+    threads, none failing, then 100 completions, each as `grpo score` scores it."""
+    peer("verl.experimental.reward_loop")
+    import grpo_core.serve.verl as ours
+    from grpo_core.testing import make_tokenizer
+
+    first, rest = checked_rows(16), rows(100)
+    expected = grpo_score(tmp_path, first + rest)
+    expected_first, expected_rest = expected[:16], expected[16:]
+    assert all(e["math.correctness"] == 1.0 for e in expected_first)
+    make_tokenizer().save_pretrained(tmp_path / "tok")
+    proc = subprocess.run([sys.executable, "-c", COLD_WORKER], capture_output=True, text=True, timeout=300,
+                          input=json.dumps([str(tmp_path / "tok"), ours.__file__, SPECS, first, rest]))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["errors"] == []
+    for items, expected in ((got["first"], expected_first), (got["rest"], expected_rest)):
+        assert [i["score"] for i in items] == [e["total"] for e in expected]
+        for name in ("math.correctness", "format.think_answer_r1"):
+            assert [i[name] for i in items] == [e[name] for e in expected], name
+        assert [i["unscored"] for i in items] == [0] * len(expected)

@@ -6,8 +6,12 @@ import sys
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.commands import SUMMARIES
+from grpo_core.config import models
+from grpo_core.config.load import load_config
 from grpo_core.serve.app import Server, build_app
 from grpo_core.serve.bodies import Limits
+from grpo_core.serve.openrlhf import ScoresScale
+from grpo_core.serve.responses import Ends
 from grpo_core.serve.scoring import Pool, RewardSet
 from grpo_core.serve.server import check_bind, serve, token_from
 
@@ -24,7 +28,9 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8005)
     p.add_argument("--token", default=None,
-                   help="clients must send 'Authorization: Bearer TOKEN' (or set $GRPO_SERVE_TOKEN)")
+                   help="clients must send 'Authorization: Bearer TOKEN'; other users of the machine see it in the "
+                        "process list: prefer $GRPO_SERVE_TOKEN or --token-file")
+    p.add_argument("--token-file", default=None, metavar="PATH", help="read the token from this file (its first line)")
     p.add_argument("--workers", type=int, default=4, help="requests scored at once (default 4)")
     p.add_argument("--queue", type=int, default=64, help="requests waiting for a worker before 429 (default 64)")
     p.add_argument("--time-limit", type=float, default=None,
@@ -34,6 +40,14 @@ def add_parser(sub) -> None:
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per completion (default 200000)")
     p.add_argument("--label-column", default="answer",
                    help="the column OpenRLHF's 'labels' fill for /get_reward (default answer)")
+    p.add_argument("--eos", nargs="+", default=[], metavar="TEXT",
+                   help="end-of-sequence or end-of-turn text removed from a completion's end, besides the common "
+                        "chat templates' (<|im_end|>, <|endoftext|>, </s>, <|eot_id|>, <end_of_turn>, ...) and the "
+                        "config's model's tokenizer's")
+    p.add_argument("--scores", default="auto", metavar="WHAT",
+                   help="what /get_reward's 'scores' (OpenRLHF's dynamic filtering) holds: normalized (the total "
+                        "scaled into [0, 1] by the rewards' declared ranges), total, or a reward's name (its value, "
+                        "scaled by its range); auto (default): normalized when every reward declares a range")
     p.set_defaults(func=run)
 
 
@@ -53,16 +67,54 @@ def build(args):
     pool = Pool(rewards, workers=args.workers, queue_size=args.queue,
                 log=lambda line: print(line, file=sys.stderr))
     limits = Limits(args.max_body, args.max_items, args.max_chars)
-    return build_app(Server(pool, limits, token_from(args.token), args.label_column))
+    ends = Ends.of(getattr(args, "eos", ()), _tokenizer(args.config) if args.config else None)
+    scale = ScoresScale.choose(getattr(args, "scores", "auto"), pool.names, rewards.weights, pool.ranges)
+    return build_app(Server(pool, limits, _token(args), args.label_column, ends, scale))
+
+
+def _token(args) -> str | None:
+    path = getattr(args, "token_file", None)
+    if not path:
+        return token_from(args.token)
+    if args.token:
+        raise GrpoError("give --token or --token-file, not both.")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.readline().strip()
+    except OSError as exc:
+        raise GrpoError(f"--token-file {path}: cannot read it ({exc.strerror}).") from None
+    if not token:
+        raise GrpoError(f"--token-file {path} is empty; write the token on its first line.")
+    return token
+
+
+def _tokenizer(config: str):
+    """The tokenizer of the config's model, for its end-of-sequence text, when it is on this
+    machine already (a server downloads no model); None, said once, when it is not."""
+    model_id = load_config(config).model.id
+    if not model_id:
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        path = models.alias_path(model_id) if model_id in models.ALIASES else model_id
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:  # not downloaded, not a tokenizer: the default markers stand
+        print(f"grpo serve: the tokenizer of {model_id} is not on this machine ({type(exc).__name__}); removing the "
+              f"common chat templates' end markers only (add the model's with --eos TEXT).", file=sys.stderr)
+        return None
 
 
 def run(args) -> int:
-    token = token_from(args.token)
+    token = _token(args)
     check_bind(args.host, token)
+    if args.token:
+        print("grpo serve: --token is visible to other users in the process list; prefer $GRPO_SERVE_TOKEN or "
+              "--token-file.", file=sys.stderr)
     app = build(args)
-    names = ", ".join(app.state.server.pool.names)
-    print(f"grpo serve: http://{args.host}:{args.port} ({names}); POST /score, POST /get_reward, "
-          f"GET /rewards, GET /health{'; token required' if token else ''}. Ctrl-C stops after the requests in flight.",
-          file=sys.stderr)
+    server = app.state.server
+    print(f"grpo serve: http://{args.host}:{args.port} ({', '.join(server.pool.names)}); POST /score, POST /get_reward "
+          f"('scores': {server.scale.describe()}), GET /rewards, GET /health{'; token required' if token else ''}. "
+          f"Ctrl-C stops after the requests in flight.", file=sys.stderr)
     serve(app, args.host, args.port, token)
     return 0

@@ -4,7 +4,8 @@
 - ``GET /rewards``: each reward with its weight, time limit, distribution, version and
   source SHA-256 (as ``manifest.json`` records them);
 - ``POST /score``: grpo's endpoint, each reward's scores, the weighted total and per-item notes;
-- ``POST /get_reward``: OpenRLHF's remote reward protocol, ``{"rewards": [...], ...}``.
+- ``POST /get_reward``: OpenRLHF's remote reward protocol, ``{"rewards": [...], ...}``
+  (``openrlhf.py``: every value a number OpenRLHF can turn into a tensor).
 
 Scoring runs in a worker thread (``Pool``: bounded slots and queue, 429 when full);
 a bad body is a 4xx naming the problem."""
@@ -23,7 +24,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from grpo_core.base.version import __version__
-from grpo_core.serve.bodies import BadRequest, Limits, openrlhf_batch_of, parse_json, score_batch_of
+from grpo_core.serve import openrlhf
+from grpo_core.serve.bodies import (
+    BadRequest,
+    Batch,
+    Limits,
+    openrlhf_batch_of,
+    parse_json,
+    score_batch_of,
+)
+from grpo_core.serve.responses import Ends
 from grpo_core.serve.scoring import Busy, Pool
 
 
@@ -66,8 +76,11 @@ async def _body(request: Request, limits: Limits) -> bytes:
 class Server:
     """The application's state: the pool, the limits, the token, counters."""
 
-    def __init__(self, pool: Pool, limits: Limits = Limits(), token: str | None = None, label_column: str = "answer"):
+    def __init__(self, pool: Pool, limits: Limits = Limits(), token: str | None = None, label_column: str = "answer",
+                 ends: Ends = Ends(), scale: openrlhf.ScoresScale | None = None):
         self.pool, self.limits, self.token, self.label_column = pool, limits, token, label_column
+        self.ends = ends
+        self.scale = scale or openrlhf.ScoresScale.choose("auto", pool.names, pool.rewards.weights, pool.ranges)
         self.started = time.time()
         self.served = 0
         self.refused = 0
@@ -111,22 +124,55 @@ class Server:
         return _json(result)
 
     async def _grpo_answer(self, data: dict) -> dict:
-        batch = score_batch_of(data, self.limits, self.pool.required)
-        out = await run_in_threadpool(self.pool.score, batch.completions, batch.prompts, batch.columns)
+        batch = score_batch_of(data, self.limits, self.pool.required, self.ends)
+        out = await self._score(batch)
         return {"scores": out["scores"], "total": out["total"], "notes": out["notes"], "extras": out["extras"],
-                "weights": dict(zip(self.pool.names, self.pool.rewards.weights))}
+                "metrics": out["metrics"], "weights": dict(zip(self.pool.names, self.pool.rewards.weights))}
 
     async def _openrlhf_answer(self, data: dict) -> dict:
-        batch = openrlhf_batch_of(data, self.limits, self.pool.required, self.label_column)
-        out = await run_in_threadpool(self.pool.score, batch.completions, batch.prompts, batch.columns)
-        logs = {name: values for name, values in out["scores"].items()}
-        return {"rewards": out["total"], "scores": out["total"], "extra_logs": logs}
+        batch = openrlhf_batch_of(data, self.limits, self.pool.required, self.label_column, self.ends)
+        return openrlhf.answer(await self._score(batch), self.scale)
+
+    async def _score(self, batch: Batch) -> dict:
+        """The pool's answer for the batch's items, the skipped ones scored None by every
+        reward, the batch's own notes beside the rewards'."""
+        n = len(batch.completions)
+        keep = [i for i in range(n) if i not in batch.skipped]
+        if len(keep) == n:
+            out = await run_in_threadpool(self.pool.score, batch.completions, batch.prompts, batch.columns)
+        else:
+            out = _spread(await self._score(_part(batch, keep)) if keep else None, keep, n, self.pool.names)
+        for mine, theirs in zip(batch.notes or (), out["notes"]):
+            theirs.update(mine)
+        return out
 
     def _unauthorised(self) -> Response:
         self.refused += 1
         return Response(json.dumps({"error": "a token is required: send 'Authorization: Bearer <token>'.",
                                     "status": 401}), status_code=401, media_type="application/json",
                         headers={"WWW-Authenticate": "Bearer"})
+
+
+def _part(batch: Batch, keep: list[int]) -> Batch:
+    def pick(values):
+        return [values[i] for i in keep]
+
+    return Batch(pick(batch.completions), pick(batch.prompts) if batch.prompts is not None else None,
+                 {k: pick(v) for k, v in batch.columns.items()})
+
+
+def _spread(out: dict | None, keep: list[int], n: int, names: list[str]) -> dict:
+    """A part's answer laid out over the whole batch: None (total 0.0) where it was not scored."""
+    def full(values, missing):
+        laid = [missing() for _ in range(n)]
+        for i, v in zip(keep, values):
+            laid[i] = v
+        return laid
+
+    out = out or {"scores": {name: [] for name in names}, "total": [], "notes": [], "extras": {}, "metrics": {}}
+    return {"scores": {k: full(v, lambda: None) for k, v in out["scores"].items()},
+            "total": full(out["total"], float), "notes": full(out["notes"], dict),
+            "extras": {k: full(v, lambda: None) for k, v in out["extras"].items()}, "metrics": out["metrics"]}
 
 
 async def _not_found(request: Request, exc) -> Response:

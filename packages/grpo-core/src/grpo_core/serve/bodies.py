@@ -4,7 +4,9 @@ whose message names it (the server answers it as a 4xx and goes on serving)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from grpo_core.serve.responses import Ends, response_of
 
 
 class BadRequest(Exception):
@@ -29,6 +31,8 @@ class Batch:
     completions: list
     prompts: list | None
     columns: dict[str, list]
+    notes: list[dict] | None = None  # per item, what the server read differently or refused ({"query": why})
+    skipped: frozenset[int] = field(default_factory=frozenset)  # items not scored (every reward None)
 
 
 SCORE_KEYS = {"completions", "prompts", "columns"}
@@ -100,12 +104,14 @@ def _require(columns: dict, required: list[str]) -> None:
                          f"send them in 'columns' as lists, one value per completion.", 422)
 
 
-def score_batch_of(data: dict, limits: Limits, required: list[str]) -> Batch:
-    """``POST /score``: ``{"completions": [...], "prompts": [...]?, "columns": {name: [...]}?}``."""
+def score_batch_of(data: dict, limits: Limits, required: list[str], ends: Ends = Ends()) -> Batch:
+    """``POST /score``: ``{"completions": [...], "prompts": [...]?, "columns": {name: [...]}?}``;
+    end-of-sequence markers at a completion's end are removed (``responses.Ends``)."""
     _unknown(data, SCORE_KEYS)
     if "completions" not in data:
         raise BadRequest("'completions' is missing: send {\"completions\": [...], \"columns\": {...}}.")
-    completions = [_completion(c, i, limits, "completions") for i, c in enumerate(_list(data, "completions", limits))]
+    completions = [ends.trim_completion(_completion(c, i, limits, "completions"))
+                   for i, c in enumerate(_list(data, "completions", limits))]
     n = len(completions)
     prompts = None
     if data.get("prompts") is not None:
@@ -126,25 +132,37 @@ def score_batch_of(data: dict, limits: Limits, required: list[str]) -> Batch:
     return Batch(completions, prompts, out)
 
 
-def openrlhf_batch_of(data: dict, limits: Limits, required: list[str], label_column: str) -> Batch:
+def openrlhf_batch_of(data: dict, limits: Limits, required: list[str], label_column: str,
+                      ends: Ends = Ends()) -> Batch:
     """OpenRLHF's ``POST /get_reward``: ``{"query": [prompt+response...], "prompts": [...], "labels": [...]}``.
-    The completion is the query past its prompt (the whole query when it does not start with it)."""
+    The completion is the response the query holds (``responses.response_of``: past its
+    prompt, also when OpenRLHF cut the prompt's start) without its end markers. A response
+    past ``max_chars`` is not scored (OpenRLHF turns a 4xx into a sample with no reward)."""
     _unknown(data, OPENRLHF_KEYS)
     if "query" not in data:
         raise BadRequest("'query' is missing: OpenRLHF sends {\"query\": [...], \"prompts\": [...], \"labels\": [...]}.")
     queries = _list(data, "query", limits)
-    for i, q in enumerate(queries):
-        if not isinstance(q, str):
-            raise BadRequest(f"query[{i}] must be a string, got {type(q).__name__}.")
-        _completion(q, i, limits, "query")
     prompts = _list(data, "prompts", limits, len(queries)) if data.get("prompts") is not None else None
-    for i, p in enumerate(prompts or ()):
-        if not isinstance(p, str):
-            raise BadRequest(f"prompts[{i}] must be a string, got {type(p).__name__}.")
-    completions = ([q[len(p):] if q.startswith(p) else q for q, p in zip(queries, prompts)] if prompts
-                   else list(queries))
+    for key, values in (("query", queries), ("prompts", prompts or ())):
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                raise BadRequest(f"{key}[{i}] must be a string, got {type(v).__name__}.")
+    completions, notes, skipped = [], [], set()
+    for i, q in enumerate(queries):
+        response, note = response_of(q, prompts[i] if prompts else None)
+        response = ends.trim(response)
+        if len(response) > limits.max_chars:
+            skipped.add(i)
+            response, note = "", (f"the response has {len(response)} characters, more than the limit of "
+                                  f"{limits.max_chars} (--max-chars): not scored")
+        completions.append(response)
+        notes.append({"query": note} if note else {})
     columns = {}
     if data.get("labels") is not None:
-        columns[label_column] = _list(data, "labels", limits, len(queries))
+        labels = columns[label_column] = _list(data, "labels", limits, len(queries))
+        if label_column in required:
+            for i, label in enumerate(labels):
+                if label in ("", None):
+                    notes[i]["labels"] = "empty: OpenRLHF sends '' unless --data.label_key names the dataset's column"
     _require(columns, required)
-    return Batch(completions, prompts, columns)
+    return Batch(completions, prompts, columns, notes, frozenset(skipped))

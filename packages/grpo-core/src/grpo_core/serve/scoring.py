@@ -73,7 +73,8 @@ class Slot:
                     notes[i][g.__name__] = why
         return {"scores": {f.__name__: v for f, v in zip(self.funcs, scored.per_reward)},
                 "total": scored.totals, "notes": notes,
-                "extras": {k: v for k, v in scored.extras.items() if len(v) == len(completions)}}
+                "extras": {k: v for k, v in scored.extras.items() if len(v) == len(completions)},
+                "metrics": scored.metrics}
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Pool:
         self.names = [f.__name__ for f in first.funcs]
         self.required = sorted({c for f in first.funcs for c in f.required_columns})
         self.manifest = manifest.of_rewards(first.funcs)
+        self.ranges = [getattr(f, "range", None) for f in first.funcs]  # each reward's declared (low, high)
         self._free.put(first)
 
     def score(self, completions: list, prompts: list | None, columns: dict[str, list]) -> dict:
