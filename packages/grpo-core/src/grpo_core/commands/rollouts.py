@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.tables import number
 from grpo_core.commands import SUMMARIES
-from grpo_core.rewards.reward import resolve
-from grpo_core.rewards.specs import parse_spec
 from grpo_core.run.outputs import METRICS, read_jsonl
 from grpo_core.trainer import rollout_log
 from grpo_core.trainer.batch import run_tokens, summary
+from grpo_core.view.filters import correctness_names, empty, group_key, suspect
+from grpo_core.view.filters import steps as _steps
+from grpo_core.view.filters import where as _where
 
 EPILOG = """\
 filters (rows that match any given filter are listed, grouped by step):
@@ -47,81 +47,6 @@ def add_parser(sub) -> None:
     p.add_argument("--limit", type=int, default=50, help="rows listed at most (default 50)")
     p.add_argument("--json", action="store_true", help="JSON lines: one per row listed")
     p.set_defaults(func=run)
-
-
-_WHERE_RE = re.compile(r"^\s*(?P<col>[^<>=!\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>-?[\d.]+(?:e-?\d+)?)\s*$")
-_OPS = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__, "==": float.__eq__}
-
-
-def _steps(text: str | None) -> set[int] | None:
-    if text is None:
-        return None
-    m = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
-    if not m:
-        raise GrpoError(f"--step {text!r}: give a step (12) or a range (10-20).")
-    low = int(m[1])
-    return set(range(low, int(m[2] or low) + 1))
-
-
-def _where(expr: str):
-    m = _WHERE_RE.match(expr)
-    if not m:
-        raise GrpoError(f"--where {expr!r}: write COLUMN OP NUMBER, e.g. 'format.xml_strict>0.5' (ops > >= < <= ==).")
-    col, op, value = m["col"], m["op"], float(m["value"])
-
-    def test(row: dict) -> bool:
-        v = row.get(f"reward/{col}", row.get(col))
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and _OPS[op](float(v), value)
-
-    return col, test
-
-
-def correctness_names(run: Path, columns: list[str]) -> list[str]:
-    """The run's correctness rewards, by their logged names: from its config.yaml's
-    rewards resolved now (a reward registered with correctness=True)."""
-    import yaml
-
-    logged = {c[len("reward/"):] for c in columns if c.startswith("reward/")}
-    cfg = run / "config.yaml"
-    specs = []
-    if cfg.is_file():
-        data = yaml.safe_load(cfg.read_text()) or {}
-        specs = list(data.get("rewards") or []) + [s for st in data.get("stages") or [] for s in st.get("rewards", [])]
-    out = []
-    for spec in specs:
-        try:
-            parsed = parse_spec(spec)
-            name = parsed.alias or resolve(parsed.name).name
-            if resolve(parsed.name).correctness and name in logged:
-                out.append(name)
-        except Exception:  # noqa: BLE001 - a reward no longer installed is simply not counted
-            continue
-    return sorted(set(out))
-
-
-def _group_key(r: dict) -> tuple:
-    return r["step"], r.get("round", 0), r["group"]
-
-
-def suspect(rows: list[dict], correct: list[str]) -> list[dict]:
-    """Rows where a correctness reward scores 0 while the row has its group's best total
-    (and the group has a spread): what the advantage pushes toward is not right."""
-    best: dict = {}
-    spread: dict = {}
-    rows = [r for r in rows if r.get("trained") is not False]  # dynamic sampling's dropped groups taught nothing
-    for r in rows:
-        key = _group_key(r)
-        best[key] = max(best.get(key, float("-inf")), r["total"])
-        low = spread.get(key, (r["total"], r["total"]))
-        spread[key] = (min(low[0], r["total"]), max(low[1], r["total"]))
-    return [r for r in rows if any(r.get(f"reward/{c}") == 0 for c in correct)
-            and r["total"] >= best[_group_key(r)] - 1e-9 and spread[_group_key(r)][1] > spread[_group_key(r)][0]]
-
-
-def empty(row: dict) -> bool:
-    answers = [k for k in row if k.startswith("extra/") and k.endswith("/answer")]
-    return (not str(row.get("completion") or "").strip() or bool(row.get("truncated"))
-            or any(row.get(k) in (None, "") for k in answers))
 
 
 def run(args) -> int:
@@ -186,7 +111,7 @@ def _print_rows(rows: list[dict], total: int, as_json: bool) -> None:
 def _print_groups(rows: list[dict], k: int, as_json: bool) -> None:
     groups: dict = {}
     for r in rows:
-        groups.setdefault(_group_key(r), []).append(r)
+        groups.setdefault(group_key(r), []).append(r)
     shown: dict = {}
     for key, members in groups.items():
         if len(shown.setdefault(key[0], [])) < k:

@@ -31,7 +31,8 @@ def read_metrics(path: str | Path) -> list[dict]:
     return rows
 
 
-def _series(rows: list[dict], key: str) -> tuple[list[int], list[float]]:
+def series(rows: list[dict], key: str) -> tuple[list[int], list[float]]:
+    """(steps, values) of ``key`` where it is a finite number."""
     xs, ys = [], []
     for r in rows:
         v = r.get(key)
@@ -78,8 +79,8 @@ def _reward_names(rows: list[dict]) -> list[str]:
 def _plot_rewards_panel(ax, rows: list[dict], colors: list, title: str | None) -> None:
     """The total and each reward (mean ± std), a moving mean, held-out accuracy."""
     names = _reward_names(rows)
-    xs, mean = _series(rows, "reward")
-    _, std = _series(rows, "reward_std")
+    xs, mean = series(rows, "reward")
+    _, std = series(rows, "reward_std")
     ax.plot(xs, mean, color="black", lw=1.6, label="total (weighted)", marker="o" if len(xs) < 40 else None, ms=3)
     if len(std) == len(mean):
         ax.fill_between(xs, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
@@ -90,13 +91,13 @@ def _plot_rewards_panel(ax, rows: list[dict], colors: list, title: str | None) -
                   for i in range(len(mean))]
         ax.plot(xs, smooth, color="black", lw=2.6, alpha=0.55, ls="--", label=f"total, {window}-step mean")
     for i, name in enumerate(names):
-        x, m = _series(rows, f"rewards/{name}/mean")
-        x2, s = _series(rows, f"rewards/{name}/std")
+        x, m = series(rows, f"rewards/{name}/mean")
+        x2, s = series(rows, f"rewards/{name}/std")
         c = colors[i % len(colors)]
         ax.plot(x, m, color=c, lw=1.4, label=name)
         if x2 == x:
             ax.fill_between(x, [a - b for a, b in zip(m, s)], [a + b for a, b in zip(m, s)], color=c, alpha=0.08)
-    ex, acc = _series(rows, "eval/accuracy")
+    ex, acc = series(rows, "eval/accuracy")
     if acc:  # held-out accuracy next to the training rewards (the correctness reward among them)
         ax.plot(ex, acc, color="tab:green", lw=2.0, ls="-.", marker="s", ms=4, label="held-out accuracy")
     _stage_lines(ax, rows)
@@ -108,8 +109,8 @@ def _plot_rewards_panel(ax, rows: list[dict], colors: list, title: str | None) -
 
 def _plot_health_panel(ax2, rows: list[dict]) -> None:
     """KL to the reference and the share of zero-std groups."""
-    kx, kl = _series(rows, "kl")
-    zx, zs = _series(rows, "frac_reward_zero_std")
+    kx, kl = series(rows, "kl")
+    zx, zs = series(rows, "frac_reward_zero_std")
     if kl:
         ax2.plot(kx, kl, color="tab:red", lw=1.4, label="KL to reference")
         ax2.set_ylabel("KL")
@@ -143,4 +144,4 @@ def _stage_lines(ax, rows: list[dict]) -> None:
         prev = stage
 
 
-__all__ = ["plot_rewards", "read_metrics"]
+__all__ = ["plot_rewards", "read_metrics", "series"]

@@ -1,0 +1,55 @@
+"""`grpo view RUN_DIR [RUN_DIR ...]`: a run in the browser (curves, the rollout log as groups,
+filters, two runs or two steps compared), read-only, on loopback unless told otherwise."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from grpo_core.commands import SUMMARIES
+from grpo_core.serve.server import check_bind, serve, token_from
+from grpo_core.view.app import View, build_app
+from grpo_core.view.charts import charts
+from grpo_core.view.runs import runs_of
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "view", help=SUMMARIES["view"],
+        description="Serve one or more run directories (grpo train's output_dir, finished or still training) as "
+                    "pages: curves of the rewards, held-out accuracy and what the tokens bought; the rollout log as "
+                    "whole groups, filtered by step, reward range and grpo rollouts' filters; two runs or two steps "
+                    "compared. It reads the runs and never writes them. Binds 127.0.0.1 unless --host says "
+                    "otherwise; any other address needs a token (as grpo serve).")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="a run's output_dir (several: compare them)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8006, help="port (default 8006)")
+    p.add_argument("--token", default=None,
+                   help="needed off loopback: open the page once with ?token=TOKEN, or send 'Authorization: Bearer "
+                        "TOKEN' (or set $GRPO_SERVE_TOKEN)")
+    p.set_defaults(func=run)
+
+
+def build(args):
+    """The application for these arguments (also what the tests and the bench start), with
+    each run's log read in the background so the first filter finds it read."""
+    runs = runs_of(args.runs)
+    charts([("warm-up", [{"step": 1, "reward": 0.0}])])  # matplotlib's first figure costs a second: not the page's
+    view = View(runs, token_from(args.token))
+    threading.Thread(target=view.warm, name="grpo-view-warm", daemon=True).start()
+    return build_app(view)
+
+
+def run(args) -> int:
+    token = token_from(args.token)
+    check_bind(args.host, token)
+    app = build(args)
+    for r in app.state.view.runs:
+        for problem in r.state().problems:
+            print(f"warning: run {r.index}: {problem}", file=sys.stderr)
+    url = f"http://{args.host}:{args.port}/"
+    print(f"grpo view: {url} ({', '.join(str(r.path) for r in app.state.view.runs)}); read-only"
+          f"{'; token required: open ' + url + '?token=...' if token else ''}. Ctrl-C stops.", file=sys.stderr)
+    serve(app, args.host, args.port, token, graceful=3.0)
+    return 0

@@ -1,0 +1,340 @@
+"""``grpo view``'s pages, a Starlette application (the framework ``grpo serve`` runs on) with
+Jinja2 templates and matplotlib's curves:
+
+- ``/``: the runs served, their state, and a form comparing two;
+- ``/run/{i}``: a run's curves (rewards, held-out accuracy, what the tokens bought, the
+  learning signal), its health events, its logged steps and the rollouts filter;
+- ``/run/{i}/rollouts?steps=&reward=&low=&high=&suspect=on&empty=on&where=&correctness=&page=``:
+  the groups answering the filter, whole, side by side, the matching completions marked;
+- ``/run/{i}/step/{s}`` and ``/run/{i}/step/{s}/group/{g}?round=r``: one step, one group;
+- ``/compare?a=I&b=J`` (two runs) or ``?a_run=I&a_step=S&b_run=J&b_step=T`` (two steps).
+
+Every problem (a missing or half-written run, a damaged Parquet file, a bad filter) is a
+sentence on the page, and the server keeps serving. It reads the runs, never writes them.
+Other addresses than loopback need a token (``grpo serve``'s rule): a browser gives it once
+as ``?token=...`` and keeps it in a cookie.
+"""
+
+from __future__ import annotations
+
+import hmac
+import math
+import threading
+import time
+from functools import wraps
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from grpo_core.view import charts as drawing
+from grpo_core.view.query import PAGE, Query, Selection, groups_of, select
+from grpo_core.view.runs import Run
+from grpo_core.view.templates import TEMPLATES
+
+COOKIE = "grpo_view_token"
+# no script, nothing from elsewhere: the pages show the model's text and nothing may run from it
+POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+          "base-uri 'none'; frame-ancestors 'none'")
+SHOWN_STEPS = 40  # step links on a run's page
+COMPARE_GROUPS = 6  # groups of each step on the compare page
+
+_ENV = jinja2.Environment(loader=jinja2.DictLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+class View:
+    """The application's state: the runs (in command-line order) and the token."""
+
+    def __init__(self, runs: list[Run], token: str | None = None):
+        self.runs = runs
+        self.token = token
+        self._charts: dict = {}  # (run indexes, metrics versions) -> charts
+        self._drawing = threading.Lock()  # one drawing of a version: a page asking meanwhile waits for it
+
+    def warm(self) -> None:
+        """Each run's curves, then its whole log, read ahead (a background thread's work):
+        the first page and the first filter then find them ready."""
+        for run in self.runs:
+            try:
+                if run.state().exists:
+                    self.charts_of([run])
+            except Exception:  # noqa: BLE001 - the page will say what is wrong; warming only saves time
+                pass
+        for run in self.runs:
+            run.warm()
+
+    # -- helpers
+
+    def run(self, request: Request) -> Run:
+        i = request.path_params["i"]
+        if not 0 <= i < len(self.runs):
+            raise NotFound(f"there is no run {i}: this view serves runs 0 to {len(self.runs) - 1}.")
+        return self.runs[i]
+
+    def charts_of(self, runs: list[Run]):
+        metrics = [r.metrics() for r in runs]
+        key = tuple((r.index, len(m), m[-1].get("time") if m else None) for r, m in zip(runs, metrics))
+        with self._drawing:
+            if key not in self._charts:
+                if len(self._charts) > 32:
+                    self._charts.clear()
+                self._charts[key] = drawing.charts([(r.name, m) for r, m in zip(runs, metrics)])
+            return self._charts[key]
+
+    def authorised(self, request: Request) -> bool:
+        if not self.token:
+            return True
+        given = request.headers.get("authorization", "")
+        given = (given[7:] if given.lower().startswith("bearer ") else
+                 request.headers.get("x-grpo-token") or request.cookies.get(COOKIE) or "")
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    # -- pages
+
+    def index(self, request: Request):
+        rows = []
+        for run in self.runs:
+            state = run.state()
+            metrics = run.metrics() if state.exists else []
+            last = metrics[-1] if metrics else {}
+            acc = [r["eval/accuracy"] for r in metrics if _finite(r.get("eval/accuracy"))]
+            rows.append({"run": run, "state_text": state_text(state), "steps": len(metrics),
+                         "reward": _fmt(last.get("reward")), "accuracy": _fmt(acc[-1]) if acc else "-"})
+        problems = [f"run {r.index} ({r.name}): {p}" for r in self.runs for p in r.state().problems]
+        return page("index", "runs", problems=problems, rows=rows)
+
+    def run_page(self, request: Request):
+        run = self.run(request)
+        state = run.state()
+        steps = run.log.steps() if state.exists else []
+        q, problems = Query.of(request.query_params)
+        rewards = _rewards_of(run, steps)
+        return page("run", run.name, crumbs=[(run.name, f"/run/{run.index}")], problems=state.problems + problems,
+                    refresh=30 if state.training else None, run=run, state=state, state_text=state_text(state),
+                    tokens=run.tokens() if state.exists else None, charts=self.charts_of([run]) if state.exists else [],
+                    events=run.events() if state.exists else [], steps=steps, shown_steps=_spaced(steps, SHOWN_STEPS),
+                    q=q, rewards=rewards)
+
+    def rollouts(self, request: Request):
+        run = self.run(request)
+        state = run.state()
+        q, problems = Query.of(request.query_params)
+        found = select(run, q) if state.exists else Selection([], 0, 0, [])
+        pages = max(1, math.ceil(found.total / PAGE))
+        where = f"step {q.steps}" if q.steps and "-" not in q.steps else (f"steps {q.steps}" if q.steps else "all steps")
+        summary = (f"{found.total} groups match ({found.matched} completions) in {where}" if q.filtered else
+                   f"{found.total} groups in {where}")
+        if found.total > PAGE:
+            first = (q.page - 1) * PAGE
+            summary += f"; groups {first + 1}-{min(first + PAGE, found.total)} shown"
+        return page("rollouts", f"{run.name}: rollouts", crumbs=[(run.name, f"/run/{run.index}"),
+                                                               ("rollouts", f"/run/{run.index}/rollouts")],
+                    problems=state.problems + problems + found.problems, run=run, q=q,
+                    rewards=_rewards(found.groups) or _rewards_of(run, []), groups=found.groups, summary=summary,
+                    pages=pages)
+
+    def step(self, request: Request):
+        run = self.run(request)
+        step = request.path_params["s"]
+        rows, problems = run.log.rows([step])
+        steps = run.log.steps()
+        if not rows and not problems:
+            raise NotFound(f"step {step} is not in {run.name}'s rollout log" + (
+                f" (logged steps: {steps[0]} to {steps[-1]}, {len(steps)} of them)." if steps else " (it has none)."))
+        groups = groups_of(rows)
+        at = steps.index(step) if step in steps else None
+        return page("step", f"{run.name}: step {step}", crumbs=[(run.name, f"/run/{run.index}"),
+                                                                (f"step {step}", f"/run/{run.index}/step/{step}")],
+                    problems=run.state().problems + problems, run=run, step=step, groups=groups,
+                    rewards=_rewards(groups), stats=step_stats(rows),
+                    prev=steps[at - 1] if at else None, next=steps[at + 1] if at is not None and at + 1 < len(steps)
+                    else None)
+
+    def group(self, request: Request):
+        run = self.run(request)
+        step, number = request.path_params["s"], request.path_params["g"]
+        try:
+            round_ = int(request.query_params.get("round") or 0)
+        except ValueError:
+            round_ = 0
+        rows, problems = run.log.rows([step])
+        found = [g for g in groups_of(rows) if g.group == number and g.round == round_]
+        if not found:
+            raise NotFound(f"step {step} of {run.name} has no group {number}" + (f" in round {round_}" if round_ else "")
+                           + ".")
+        g = found[0]
+        extras = [k for k in g.rows[0] if k.startswith("extra/")]
+        return page("group", f"{run.name}: step {step}, group {number}",
+                    crumbs=[(run.name, f"/run/{run.index}"), (f"step {step}", f"/run/{run.index}/step/{step}"),
+                            (f"group {number}", request.url.path)],
+                    problems=problems, run=run, g=g, rewards=_rewards([g]), extras=extras)
+
+    def compare(self, request: Request):
+        p = request.query_params
+        problems: list[str] = []
+        sides = []
+        for name in ("a", "b"):
+            index = p.get(f"{name}_run", p.get(name))
+            try:
+                run = self.runs[int(index)]
+            except (TypeError, ValueError, IndexError):
+                problems.append(f"{name}: {index!r} is not a run of this view (0 to {len(self.runs) - 1}).")
+                continue
+            step_text = (p.get(f"{name}_step") or "").strip()
+            step = None
+            if step_text:
+                if not step_text.isdigit():
+                    problems.append(f"{name}_step={step_text!r} is not a step number.")
+                else:
+                    step = int(step_text)
+            sides.append(self._side(run, step, problems))
+        runs = list({s["run"].index: s["run"] for s in sides}.values())
+        charts = self.charts_of(runs) if len(runs) == 2 else []
+        return page("compare", "compare", crumbs=[("compare", request.url.path + "?" + request.url.query)],
+                    problems=problems, sides=sides, charts=charts)
+
+    def _side(self, run: Run, step: int | None, problems: list[str]) -> dict:
+        state = run.state()
+        problems += [f"{run.name}: {x}" for x in state.problems]
+        side = {"run": run, "step": step, "groups": [], "rewards": [], "more": 0}
+        if step is None:
+            metrics = run.metrics() if state.exists else []
+            last = metrics[-1] if metrics else {}
+            acc = [r["eval/accuracy"] for r in metrics if _finite(r.get("eval/accuracy"))]
+            side["stats"] = [("state", state_text(state)), ("steps logged", len(metrics)),
+                             ("last step", last.get("step", "-")), ("last reward", _fmt(last.get("reward"))),
+                             ("held-out accuracy (last)", _fmt(acc[-1]) if acc else "-"),
+                             ("tokens", run.tokens() or "-")]
+            return side
+        rows, more = run.log.rows([step])
+        problems += [f"{run.name}: {x}" for x in more]
+        if not rows:
+            problems.append(f"{run.name} has no rollout log for step {step}.")
+        groups = groups_of(rows)
+        side.update(stats=step_stats(rows), groups=groups[:COMPARE_GROUPS], rewards=_rewards(groups),
+                    more=len(groups) if len(groups) > COMPARE_GROUPS else 0)
+        return side
+
+
+class NotFound(Exception):
+    pass
+
+
+def page(name: str, title: str, *, crumbs=(), problems=(), refresh=None, status: int = 200, **values) -> HTMLResponse:
+    html = _ENV.get_template(name).render(title=title, crumbs=list(crumbs), problems=list(problems), refresh=refresh,
+                                          **values)
+    return HTMLResponse(html, status_code=status, headers={"Content-Security-Policy": POLICY})
+
+
+def state_text(state) -> str:
+    if not state.exists:
+        return "missing"
+    if state.finished:
+        return "finished"
+    if state.last_write is None:
+        return "nothing written yet"
+    ago = time.time() - state.last_write
+    when = f"{ago:.0f} s ago" if ago < 120 else f"{ago / 60:.0f} min ago" if ago < 7200 else f"{ago / 3600:.1f} h ago"
+    return f"still training (last written {when})" if state.training else \
+        f"not finished: last written {when} (stopped, or waiting to resume)"
+
+
+def step_stats(rows: list[dict]) -> list[tuple[str, str]]:
+    """A step's figures, for its page and the compare page."""
+    if not rows:
+        return []
+    groups = groups_of(rows)
+    out = [("completions", str(len(rows))), ("groups", str(len(groups)))]
+    trained = [g.trained for g in groups if g.trained is not None]
+    if trained:
+        out.append(("groups trained", f"{sum(trained)} of {len(trained)}"))
+    out.append(("mean total", _fmt(_mean([r.get("total") for r in rows]))))
+    for name in _rewards(groups):
+        out.append((f"mean {name}", _fmt(_mean([r.get(f"reward/{name}") for r in rows]))))
+    out.append(("teaching completions (advantage not 0)",
+                f"{sum(1 for r in rows if _finite(r.get('advantage')) and r['advantage'] != 0)} of {len(rows)}"))
+    out.append(("mean tokens", _fmt(_mean([r.get("tokens") for r in rows]), 1)))
+    out.append(("truncated", f"{sum(bool(r.get('truncated')) for r in rows)} of {len(rows)}"))
+    return out
+
+
+def _rewards(groups) -> list[str]:
+    for g in groups:
+        return [k[len("reward/"):] for k in g.rows[0] if k.startswith("reward/")]
+    return []
+
+
+def _rewards_of(run: Run, steps: list[int]) -> list[str]:
+    """The reward names of the log (its first readable step)."""
+    for step in (steps or run.log.steps())[:3]:
+        rows, _ = run.log.rows([step])
+        if rows:
+            return [k[len("reward/"):] for k in rows[0] if k.startswith("reward/")]
+    return []
+
+
+def _spaced(steps: list[int], n: int) -> list[int]:
+    if len(steps) <= n:
+        return steps
+    picks = {steps[round(i * (len(steps) - 1) / (n - 1))] for i in range(n)}
+    return sorted(picks)
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _mean(values) -> float | None:
+    vals = [v for v in values if _finite(v)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _fmt(v, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if _finite(v) else "-"
+
+
+def _guarded(view: View, method):
+    """The token check, then the page; a problem of the page's own is a page saying so."""
+    @wraps(method)
+    def endpoint(request: Request) -> Response:
+        if view.token:
+            given = request.query_params.get("token")
+            if given is not None and hmac.compare_digest(given.encode(), view.token.encode()):
+                rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+                response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+                response.set_cookie(COOKIE, view.token, httponly=True, samesite="strict")
+                return response
+            if not view.authorised(request):
+                return page("index", "token required", status=401, rows=[], problems=[
+                    "A token is required: open this address once with ?token=TOKEN (a cookie keeps it), or send "
+                    "'Authorization: Bearer TOKEN'."])
+        try:
+            return method(request)
+        except NotFound as exc:
+            return page("index", "not found", status=404, rows=[], problems=[str(exc)])
+        except Exception as exc:  # noqa: BLE001 - one page failing must not stop the view
+            return page("index", "error", status=500, rows=[], problems=[
+                f"This page failed: {type(exc).__name__}: {str(exc)[:300]}. The view goes on serving; the other pages "
+                f"and runs are unaffected."])
+    return endpoint
+
+
+async def _not_found(request: Request, exc) -> Response:
+    return page("index", "not found", status=404, rows=[], problems=[
+        f"no page {request.url.path}: see / for the runs served."])
+
+
+def build_app(view: View) -> Starlette:
+    g = lambda m: _guarded(view, m)  # noqa: E731
+    routes = [Route("/", g(view.index)), Route("/run/{i:int}", g(view.run_page)),
+              Route("/run/{i:int}/rollouts", g(view.rollouts)), Route("/run/{i:int}/step/{s:int}", g(view.step)),
+              Route("/run/{i:int}/step/{s:int}/group/{g:int}", g(view.group)), Route("/compare", g(view.compare))]
+    app = Starlette(routes=routes, exception_handlers={404: _not_found})
+    app.state.view = view
+    return app
+
+
+__all__ = ["View", "build_app", "page", "state_text", "step_stats", "POLICY"]
