@@ -17,18 +17,30 @@ from grpo_core.rewards.reward import Reward
 from grpo_core.rewards.specs import parse_spec
 
 
+def new_threads(before: set) -> list[str]:
+    """Threads alive now that were not before, the watchdog aside (it waits for the next call)."""
+    return sorted(t.name for t in set(threading.enumerate()) - before if t.name != "grpo-reward-watchdog")
+
+
 def test_a_sleeping_call_is_interrupted_and_its_finally_runs():
-    cleaned = []
+    cleaned, ran_in = [], []
 
     def stuck():
+        ran_in.append(threading.current_thread())
         try:
             time.sleep(3600)
         finally:
             cleaned.append(True)
 
+    before = set(threading.enumerate())
+    started = time.monotonic()
     with pytest.raises(RewardTimeout) as info:
         call_within(0.2, stuck)
     assert cleaned == [True] and info.value.seconds == 0.2 and not info.value.left_running
+    # nothing left running: the call ran in the calling (main) thread, was stopped at its limit
+    # there, and no thread of its own is still sleeping
+    assert ran_in == [threading.main_thread()] and time.monotonic() - started < 3
+    assert new_threads(before) == []
 
 
 def test_a_reward_that_swallows_exceptions_or_spins_is_still_stopped():
@@ -78,11 +90,15 @@ def test_a_nested_call_runs_under_the_outer_limit():
 
 
 def test_a_call_from_another_thread_is_abandoned_and_said_so():
-    caught = []
+    caught, ran_in = [], []
+
+    def sleeps():
+        ran_in.append(threading.current_thread())
+        time.sleep(2)
 
     def worker():
         try:
-            call_within(0.2, lambda: time.sleep(2))
+            call_within(0.2, sleeps)
         except RewardTimeout as exc:
             caught.append(exc)
 
@@ -90,6 +106,11 @@ def test_a_call_from_another_thread_is_abandoned_and_said_so():
     t.start()
     t.join()
     assert len(caught) == 1 and caught[0].left_running
+    # said to be left running, and it is: a daemon thread of its own, still in its sleep
+    (left,) = ran_in
+    assert left is not t and left.daemon and left.is_alive()
+    left.join(5)  # and it ends when its call does
+    assert not left.is_alive()
 
 
 def test_native_code_that_never_returns_ends_the_process_naming_where_it_was(tmp_path):

@@ -4,7 +4,6 @@ completes its steps with the timeouts counted (or stops like a failing reward)."
 from __future__ import annotations
 
 import json
-import threading
 
 from .conftest import TINY
 
@@ -18,18 +17,36 @@ def hang(completions, **kwargs):
 '''
 
 
-def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    calls = tmp_path / "calls.log"  # each call of hang writes "start", and "end" when its sleep is over
-    (tmp_path / "slow.py").write_text(HANG.replace("    time.sleep(3600)\n", f"""\
+def logged_hang(name: str, calls) -> str:
+    """HANG as ``name``, each call writing to ``calls`` "start", and "end" in its finally
+    (when its sleep is over, interrupted or not), with the thread it ran in."""
+    return HANG.replace("def hang", f"def {name}").replace("    time.sleep(3600)\n", f"""\
+    import threading
     with open({str(calls)!r}, "a") as log:
-        log.write(f"start {{time.monotonic()}}\\n")
+        log.write(f"start {{time.monotonic()}} {{threading.current_thread().name}}\\n")
     try:
         time.sleep(3600)
     finally:
         with open({str(calls)!r}, "a") as log:
-            log.write(f"end {{time.monotonic()}}\\n")
-"""))
+            log.write(f"end {{time.monotonic()}} {{threading.current_thread().name}}\\n")
+""")
+
+
+def interrupted_in_the_call(calls, n: int, limit: float) -> bool:
+    """Nothing left running: each of ``n`` calls ran in the main thread (where the
+    watchdog's signal reaches it) and its sleep ended at its time limit, in the call (its
+    finally ran), rather than being abandoned in a thread of its own."""
+    log = [line.split() for line in calls.read_text().splitlines()]
+    return ([event for event, _, _ in log] == ["start", "end"] * n
+            and all(thread == "MainThread" for _, _, thread in log)
+            and all(limit - 0.1 <= float(end) - float(start) < limit + 4 for (_, start, _), (_, end, _)
+                    in zip(log[::2], log[1::2])))  # (the limit is armed just before the call writes start)
+
+
+def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    calls = tmp_path / "calls.log"
+    (tmp_path / "slow.py").write_text(logged_hang("hang", calls))
     args = ("--rewards", "test.digits", "slow.py:hang:0.5", "--health.reward_time_limit", "1",
             "--health.max_reward_errors", "1.0", "--health.max_reward_timeouts", "10")
     code, out, err = grpo(TINY, "--dry-run", *args)
@@ -46,16 +63,14 @@ def test_train_check_and_dry_run_get_past_a_reward_that_sleeps_for_an_hour(grpo,
     assert [r["rewards/hang/timeouts"] for r in steps] == [4.0, 4.0]
     assert [r["rewards/hang/errors"] for r in steps] == [0.0, 0.0]
     assert all(r["rewards/hang/seconds"] >= 1.0 for r in steps)
-    # nothing left running: every call's sleep was interrupted at its 1 s limit, in the call (its
-    # finally ran), not abandoned. 4 calls: each run's parameter check before the model loads, 2 steps
-    log = [line.split() for line in calls.read_text().splitlines()]
-    assert [event for event, _ in log] == ["start", "end"] * 4
-    assert all(1.0 <= float(end) - float(start) < 5.0 for (_, start), (_, end) in zip(log[::2], log[1::2]))
+    # nothing left running. 4 calls: each run's parameter check before the model loads, 2 steps
+    assert interrupted_in_the_call(calls, 4, 1.0), calls.read_text()
 
 
 def test_a_reward_that_always_hangs_stops_the_run_after_three_timeouts_in_a_row(grpo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "slow2.py").write_text(HANG.replace("def hang", "def hang2"))
+    calls = tmp_path / "calls.log"
+    (tmp_path / "slow2.py").write_text(logged_hang("hang2", calls))
     code, out, err = grpo(TINY, "--max_steps", "20", "--rewards", "test.digits", "slow2.py:hang2 within 0.5s",
                           "--save_strategy", "steps", "--save_steps", "1")
     text = out + err
@@ -69,7 +84,8 @@ def test_a_reward_that_always_hangs_stops_the_run_after_three_timeouts_in_a_row(
     assert "checkpoint-1 (step 1, the last completed step)" in text
     steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in steps if "reward" in r] == [1]
-    assert not [t for t in threading.enumerate() if t.name == "grpo-reward-call"]
+    # nothing left running after the stop: the 3 calls were each interrupted at 0.5 s, in the call
+    assert interrupted_in_the_call(calls, 3, 0.5), calls.read_text()
 
 
 def test_drop_trains_on_without_a_reward_that_keeps_timing_out(grpo, tmp_path, monkeypatch):
