@@ -40,6 +40,18 @@ if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; the
     echo "setup: bubblewrap is missing and there is no root or sudo to install it; the code rewards will use unshare or rlimits"
   fi
 fi
+# grpo view's browser tests drive Debian's chromium with Playwright (never a downloaded browser):
+# install it when we can, never fail on it (the tests skip without it).
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] || { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; }; then
+    as_root=$([ "$(id -u)" = 0 ] && echo "" || echo "sudo -n")
+    echo "setup: installing chromium (grpo view's browser tests)"
+    { $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+      >/dev/null 2>&1 || echo "setup: could not install chromium; grpo view's browser tests will be skipped"
+  else
+    echo "setup: chromium is missing and there is no root or sudo to install it; grpo view's browser tests will be skipped"
+  fi
+fi
 echo "setup: installing torch (CPU build first, so nothing pulls a CUDA build)"
 pip install -q "torch==2.13.0"
 echo "setup: installing grpo packages, the example plugin and dev tools"

@@ -96,6 +96,9 @@ def _text(acc, tag):
 def test_tensorboard_gets_held_out_accuracy_health_events_and_rollout_tables(grpo, tmp_path):
     code, out, err = grpo(TINY, *RUN, "--report_to", "tensorboard")
     assert code == 0, out + err
+    # the end-of-run summary says how to look at the run
+    assert f"See it in the browser (curves, every completion with its rewards and advantage): grpo view " \
+        f"{tmp_path / 'out'}" in out.splitlines()
     accuracy, events, log = _logged(tmp_path / "out")
     acc = _tensorboard(tmp_path / "out")
     tags = acc.Tags()

@@ -366,6 +366,7 @@ def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
     tokens = summary(*run_tokens(outputs.read_jsonl(root / METRICS)))
     if tokens:
         r.log(tokens)
+    r.log(f"See it in the browser (curves, every completion with its rewards and advantage): grpo view {root}")
     return result
 
 

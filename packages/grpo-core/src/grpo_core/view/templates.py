@@ -24,7 +24,7 @@ th{background:#eef0f4;text-align:left;font-weight:600}.num{text-align:right;font
 .group .prompt{white-space:pre-wrap;background:#f3f4f7;padding:6px;border-radius:4px;margin:4px 0;max-height:9em;overflow:auto}
 .group table{width:100%;font-size:12.5px}.text{white-space:pre-wrap;word-break:break-word;max-width:560px}
 tr.match td{background:#fff7d6}.badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;margin-left:4px}
-.trained{background:#d9f2de;color:#145c24}.dropped{background:#eee;color:#666}.trunc{background:#fde2cf;color:#8a3d00}
+.trained{background:#d9f2de;color:#145c24}.group h3 .muted{font-weight:normal}.dropped{background:#eee;color:#666}.trunc{background:#fde2cf;color:#8a3d00}
 form.filters{background:#fff;border:1px solid #dde1e8;padding:8px;border-radius:4px;display:flex;flex-wrap:wrap;gap:8px;align-items:end}
 form.filters label{display:flex;flex-direction:column;font-size:12px}form.filters input[type=text]{width:9em}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:14px}.muted{color:#69707d}.pager a{margin-right:10px}
@@ -58,13 +58,13 @@ answer found; where: COLUMN OP NUMBER (as <code>grpo rollouts</code>); the range
 
 {% macro group_card(run, g, rewards, clip=700) %}
 <section class="group" id="step{{ g.step }}-round{{ g.round }}-group{{ g.group }}">
-<h3><a href="/run/{{ run.index }}/step/{{ g.step }}/group/{{ g.group }}{% if g.round %}?round={{ g.round }}{% endif %}">step {{ g.step }} / group {{ g.group }}{% if g.round %} / round {{ g.round }}{% endif %}</a>
+<h3><a href="/run/{{ run.index }}/step/{{ g.step }}/group/{{ g.group }}{% if g.round %}?round={{ g.round }}{% endif %}">step {{ g.step }} / group {{ g.group }}</a> <span class="muted">round {{ g.round }},</span>
 {% if g.trained is true %}<span class="badge trained">trained</span>{% elif g.trained is false %}<span class="badge dropped">dropped</span>{% endif %}
 <span class="muted">mean total {{ num(g.mean) }}, spread {{ num(g.spread) }}{% if g.answer is not none %}, answer {{ g.answer }}{% endif %}</span></h3>
 <div class="prompt">{{ g.prompt }}</div>
 <table><tr><th>#</th><th>completion</th>{% for r in rewards %}<th>{{ r }}</th>{% endfor %}<th>total</th><th>advantage</th><th>tokens</th></tr>
 {% for row in g.rows %}<tr class="{{ 'match' if loop.index0 in g.matched else '' }}"><td class="num">{{ loop.index0 }}</td>
-<td class="text">{% set text = row.get('completion') or '' %}{% if text | length > clip %}{{ text[:clip] }}<details><summary>{{ text | length - clip }} more characters</summary>{{ text[clip:] }}</details>{% else %}{{ text }}{% endif %}{% if row.get('truncated') %}<span class="badge trunc">truncated</span>{% endif %}</td>
+<td class="text">{% set text = row.get('completion') or '' %}{% if text | length > clip %}{{ text[:clip] }}<details><summary>{{ text | length - clip }} more characters</summary>{{ text[clip:] }}</details>{% elif not text.strip() %}<span class="muted">(empty)</span>{% else %}{{ text }}{% endif %}{% if row.get('truncated') %}<span class="badge trunc">truncated</span>{% endif %}</td>
 {% for r in rewards %}<td class="num">{{ num(row.get('reward/' ~ r)) }}</td>{% endfor %}
 <td class="num">{{ num(row.get('total')) }}</td><td class="num">{{ num(row.get('advantage')) }}</td><td class="num">{{ row.get('tokens', '') }}</td></tr>{% endfor %}
 </table></section>
