@@ -1,20 +1,26 @@
 """Benchmark: the reward server on loopback against in-process scoring of the same batches.
 
-    python bench/serve.py [--batch 32] [--requests 1000] [--seconds 30] [--workers 2]
+    python bench/serve.py [--batch 512] [--rounds 3] [--requests 40] [--seconds 30] [--workers 2]
 
 ``grpo serve --rewards math.correctness:2 format.think_answer_r1`` runs in a subprocess
 bound to 127.0.0.1 (the installed plugins, as a user has them). The same batches of
 arithmetic completions (the offline ``arithmetic`` dataset, five answer shapes) are scored
 
 - in process: ``Slot.score`` (what the server calls: composed rewards, the training
-  guard, ``score_batch``), one batch after another;
+  guard, ``score_batch``), one batch after another, in the main thread as ``grpo score``;
 - through ``POST /score`` by 1, 8 and 64 concurrent clients (threads, one keep-alive
   connection each), ``--requests`` requests or ``--seconds`` per level, whichever first.
 
-Prints completions/s, p50/p99 latency per request, the ratio of each level's
-throughput to in-process, whether every request was answered 200 with the in-process
-scores, and the server's RSS before, between and after the levels (flat: no growth
-with the number of requests).
+Each of ``--rounds`` rounds runs in process and then the three levels; a level's ratio to
+in process is taken within its round (a machine shared with other work changes speed
+from one minute to the next) and the median over the rounds is reported.
+
+Prints completions/s, p50/p99 latency per request and the ratio of each level's
+throughput to in-process, by the clock and by CPU time (the server's and the clients'
+CPU seconds against the in-process loop's: on a machine other work keeps busy, more
+threads get more of the CPUs, and the clock flatters the server), whether every request
+was answered 200 with the in-process scores, and the server's RSS after each level (flat:
+no growth with the number of requests).
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ def in_process(work: list[dict], requests: int, seconds: float) -> tuple[dict, l
     slot = Slot(rewards.compose(), rewards.weights)
     slot.score(work[0]["completions"], None, work[0]["columns"])  # warm
     latencies, totals, items = [], [], 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for k in range(requests):
         batch = work[k % len(work)]
         t = time.perf_counter()
@@ -71,9 +77,9 @@ def in_process(work: list[dict], requests: int, seconds: float) -> tuple[dict, l
         items += len(batch["completions"])
         if time.perf_counter() - started > seconds:
             break
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {"level": "in process", "requests": len(latencies), "ok": len(latencies), "items_s": items / wall,
-            "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}, totals
+            "items_cpu_s": items / cpu, "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}, totals
 
 
 def start_server(port: int, workers: int, queue: int) -> subprocess.Popen:
@@ -101,11 +107,19 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def clients(port: int, work: list[dict], expected: list, concurrency: int, requests: int, seconds: float) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time, all its threads."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def clients(port: int, work: list[dict], expected: list, concurrency: int, requests: int, seconds: float,
+            server_pid: int | None = None) -> dict:
     bodies = [json.dumps(b).encode() for b in work]
     lock, state = threading.Lock(), {"next": 0, "ok": 0, "wrong": 0, "failed": 0, "items": 0}
     latencies: list[float] = []
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time() + (cpu_seconds(server_pid) if server_pid else 0.0)
 
     def client():
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -143,50 +157,69 @@ def clients(port: int, work: list[dict], expected: list, concurrency: int, reque
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    return {"level": f"{concurrency} clients", "requests": len(latencies), "ok": state["ok"],
-            "wrong": state["wrong"], "failed": state["failed"], "items_s": state["items"] / wall,
-            "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}
+    cpu = time.process_time() + (cpu_seconds(server_pid) if server_pid else 0.0) - cpu
+    return {"level": f"{concurrency} client{'s' if concurrency > 1 else ''}", "requests": len(latencies),
+            "ok": state["ok"], "wrong": state["wrong"], "failed": state["failed"], "items_s": state["items"] / wall,
+            "items_cpu_s": state["items"] / cpu, "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}
+
+
+LEVELS = (1, 8, 64)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=32, help="completions per request")
-    ap.add_argument("--batches", type=int, default=40, help="distinct batches (requests cycle over them)")
-    ap.add_argument("--requests", type=int, default=1000, help="requests per level (in process too)")
-    ap.add_argument("--seconds", type=float, default=30.0, help="time per level at most")
+    ap.add_argument("--batch", type=int, default=512, help="completions per request")
+    ap.add_argument("--batches", type=int, default=8, help="distinct batches (requests cycle over them)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of in process and the three levels")
+    ap.add_argument("--requests", type=int, default=40, help="requests per level and round (in process too)")
+    ap.add_argument("--seconds", type=float, default=30.0, help="time per level and round at most")
     ap.add_argument("--workers", type=int, default=2, help="the server's --workers")
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
     from grpo_core.serve.server import free_port
 
     work = batches(args.batches, args.batch)
-    base, expected = in_process(work, args.requests, args.seconds)
     port = args.port or free_port()
     proc = start_server(port, args.workers, queue=128)
-    rows, memory = [base], [rss_mib(proc.pid)]
+    memory = [("started", rss_mib(proc.pid))]
+    rounds = []
     try:
-        clients(port, work[:4], expected, 4, 8, args.seconds)  # warm the server
-        memory.append(rss_mib(proc.pid))
-        for concurrency in (1, 8, 64):
-            rows.append(clients(port, work, expected, concurrency, args.requests, args.seconds))
-            memory.append(rss_mib(proc.pid))
+        _, expected = in_process(work, len(work), args.seconds)
+        clients(port, work, expected, 4, 2 * len(work), args.seconds)  # warm the server: every batch seen
+        memory.append(("warm", rss_mib(proc.pid)))
+        for k in range(args.rounds):
+            rounds.append([in_process(work, args.requests, args.seconds)[0]]
+                          + [clients(port, work, expected, c, args.requests, args.seconds, proc.pid) for c in LEVELS])
+            memory.append((f"round {k + 1}", rss_mib(proc.pid)))
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
-    report(args, rows, memory, base, code)
-    return 0 if all(r.get("failed", 0) == 0 and r.get("wrong", 0) == 0 for r in rows) else 1
+    report(args, rounds, memory, code)
+    return 0 if all(r.get("failed", 0) == 0 and r.get("wrong", 0) == 0 for rs in rounds for r in rs) else 1
 
 
-def report(args, rows: list[dict], memory: list[float], base: dict, code: int) -> None:
+def median(values: list[float]) -> float:
+    return percentile(values, 0.5)
+
+
+def report(args, rounds: list[list[dict]], memory: list, code: int) -> None:
     print(f"grpo serve on 127.0.0.1 (--workers {args.workers}), {args.batch} completions per request, "
-          f"rewards {' + '.join(SPECS)}; {os.cpu_count()} CPUs")
+          f"rewards {' + '.join(SPECS)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+          f"medians of {len(rounds)} rounds")
     print(f"{'':>12}  {'requests':>8}  {'answered ok':>11}  {'completions/s':>13}  {'p50 ms':>8}  {'p99 ms':>8}  "
-          f"{'vs in process':>13}")
-    for r in rows:
-        print(f"{r['level']:>12}  {r['requests']:>8}  {r['ok']:>11}  {r['items_s']:>13.0f}  {r['p50'] * 1e3:>8.1f}  "
-              f"{r['p99'] * 1e3:>8.1f}  {r['items_s'] / base['items_s']:>12.2f}x")
-    print(f"server RSS MiB: started {memory[0]:.1f}, warm {memory[1]:.1f}, after 1/8/64 clients "
-          + ", ".join(f"{m:.1f}" for m in memory[2:]) + f" (growth after warm-up {memory[-1] - memory[1]:+.1f})")
+          f"{'vs in process':>13}  {'by CPU time':>11}")
+    for i, level in enumerate(r["level"] for r in rounds[0]):
+        rows = [rs[i] for rs in rounds]
+        clock = median([rs[i]["items_s"] / rs[0]["items_s"] for rs in rounds])
+        cpu = median([rs[i]["items_cpu_s"] / rs[0]["items_cpu_s"] for rs in rounds])
+        print(f"{level:>12}  {sum(r['requests'] for r in rows):>8}  {sum(r['ok'] for r in rows):>11}  "
+              f"{median([r['items_s'] for r in rows]):>13.0f}  {median([r['p50'] for r in rows]) * 1e3:>8.1f}  "
+              f"{median([r['p99'] for r in rows]) * 1e3:>8.1f}  {clock:>12.2f}x  {cpu:>10.2f}x")
+    print("by round, vs in process (clock / CPU): " + "; ".join(
+        ", ".join(f"{r['items_s'] / rs[0]['items_s']:.2f}/{r['items_cpu_s'] / rs[0]['items_cpu_s']:.2f}"
+                  for r in rs[1:]) for rs in rounds))
+    print("server RSS MiB: " + ", ".join(f"{name} {mib:.1f}" for name, mib in memory)
+          + f" (after warm-up {memory[-1][1] - memory[1][1]:+.1f})")
     print(f"SIGTERM: the server exited with {code}")
 
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from grpo_core.base import timelimit
 from grpo_core.base.timelimit import RewardTimeout, call_within
 from grpo_core.errors import SpecError
 from grpo_core.rewards.policy import GuardedReward
@@ -109,8 +110,30 @@ def test_a_call_from_another_thread_is_abandoned_and_said_so():
     # said to be left running, and it is: a daemon thread of its own, still in its sleep
     (left,) = ran_in
     assert left is not t and left.daemon and left.is_alive()
-    left.join(5)  # and it ends when its call does
-    assert not left.is_alive()
+    # a call made meanwhile runs at once, in another thread: the one left running is not free
+    quick = []
+    other = threading.Thread(target=lambda: quick.append(call_within(5, lambda: threading.current_thread())))
+    other.start()
+    other.join(5)
+    assert quick and quick[0] is not left and quick[0].daemon
+    # once its call returns, the thread left running is free for the next call (kept, not ended)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(c.thread is left for c in timelimit._Caller.idle):
+        time.sleep(0.02)
+    assert left.is_alive() and any(c.thread is left for c in timelimit._Caller.idle)
+
+
+def test_calls_from_other_threads_reuse_the_threads_that_ran_them():
+    ran_in = []
+
+    def worker():
+        for _ in range(5):
+            ran_in.append(call_within(5, threading.current_thread))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert len(ran_in) == 5 and len(set(ran_in)) == 1 and ran_in[0] is not t
 
 
 def test_native_code_that_never_returns_ends_the_process_naming_where_it_was(tmp_path):

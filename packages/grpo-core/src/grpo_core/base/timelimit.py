@@ -19,9 +19,11 @@ Native code that holds the GIL (``re`` backtracking) stops every Python thread,
 the watchdog too: for that, ``faulthandler``'s timer (a C thread) ends the
 process a second later, printing where each thread was.
 
-A call made from another thread (a thread pool of one's own) cannot be
-signalled: it runs in a daemon thread of its own, and on timeout it is left
-behind, said so in the warning, and dies with the process.
+A call made from another thread (a thread pool of one's own, a reward server's
+workers) cannot be signalled: it runs in a daemon thread of its own, and on
+timeout it is left behind, said so in the warning, and dies with the process.
+Those threads are kept and reused once their call returns (a server calls each
+reward once per request: a new thread each time cost more than small batches).
 """
 
 from __future__ import annotations
@@ -187,19 +189,48 @@ def call_within(seconds: float | None, func: Callable[[], Any], what: str = "a r
     return _in_thread(float(seconds), func)
 
 
+class _Caller:
+    """A daemon thread that runs one call at a time and waits for the next when its call
+    returns; a call past its limit keeps it busy (left running) until the call ends."""
+
+    idle: list[_Caller] = []
+    lock = threading.Lock()
+
+    def __init__(self):
+        import queue
+
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.pid = os.getpid()
+        self.thread = threading.Thread(target=self._serve, name="grpo-reward-call", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def take(cls) -> _Caller:
+        with cls.lock:
+            while cls.idle:
+                caller = cls.idle.pop()
+                if caller.pid == os.getpid():  # not a thread of the process this one was forked from
+                    return caller
+        return cls()
+
+    def _serve(self) -> None:
+        while True:
+            func, box, done = self.jobs.get()
+            try:
+                box["value"] = func()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box["error"] = exc
+            done.set()
+            del func, box, done  # nothing of the call is kept while the thread waits
+            with self.lock:
+                self.idle.append(self)
+
+
 def _in_thread(seconds: float, func: Callable[[], Any]):
     box: dict = {}
-
-    def target():
-        try:
-            box["value"] = func()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name="grpo-reward-call", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
+    done = threading.Event()
+    _Caller.take().jobs.put((func, box, done))
+    if not done.wait(seconds):
         raise RewardTimeout(seconds, left_running=True)
     if "error" in box:
         raise box["error"]

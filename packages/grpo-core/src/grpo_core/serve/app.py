@@ -38,8 +38,13 @@ from grpo_core.serve.scoring import Busy, Pool
 
 
 def _json(data, status: int = 200) -> Response:
-    """JSON with NaN/inf as null (strict JSON clients reject NaN)."""
-    return Response(json.dumps(_finite(data)), status_code=status, media_type="application/json")
+    """JSON with NaN/inf as null (strict JSON clients reject NaN). Scores are finite or None
+    already (the guard), so the answer is walked only when it holds one that is not."""
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(data))
+    return Response(text, status_code=status, media_type="application/json")
 
 
 def _finite(v):
