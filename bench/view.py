@@ -87,24 +87,33 @@ def main() -> None:
 
         t = time.perf_counter()
         app = build(Namespace(runs=[root], token=None))
-        print(f"server built (matplotlib warmed, the log's background read started) in {time.perf_counter() - t:.2f} s")
+        print(f"server built (the curves drawn, the log's background read started) in {time.perf_counter() - t:.2f} s")
         run = app.state.view.runs[0]
         with Background(app) as url:
+            t = time.perf_counter()
+            sum(range(10_000_000))
+            print(f"machine: 10 million Python additions in {time.perf_counter() - t:.2f} s (the load of the shared "
+                  f"cores, for comparing runs of this bench)")
             t, status, body = get(f"{url}/run/0")
             print(f"first page /run/0: {t:.3f} s (HTTP {status}, {len(body) // 1024} KiB)")
             t, status, _ = get(f"{url}/run/0")
             print(f"again: {t:.3f} s")
             mid = args.steps // 2
+            t, status, body = get(f"{url}/run/0/rollouts?reward=total&low=0&high=0.5")
+            print(f"first filter, at once (the log mostly unread: the page's steps are read first): {t:.3f} s "
+                  f"(HTTP {status})")
+            start = time.perf_counter()
+            run.warmed.wait(600)
+            print(f"(the whole log read in the background, and --suspect found ahead, {time.perf_counter() - start:.1f} s "
+                  f"after that)")
             queries = [("reward range total 2..2.5", "reward=total&low=2&high=2.5"),
                        ("--suspect", "suspect=on"), ("--where format.xml_strict>0.5", "where=format.xml_strict%3E0.5"),
                        (f"steps {mid}-{mid + 9}, correctness 0..0", f"steps={mid}-{mid + 9}&reward=math.correctness&high=0")]
             for label, query in queries:
                 first, status, body = get(f"{url}/run/0/rollouts?{query}")
                 again, _, _ = get(f"{url}/run/0/rollouts?{query}")
-                print(f"filter {label}: {first:.3f} s first, {again:.3f} s again (HTTP {status}, "
+                print(f"filter {label}: {first:.3f} s the first time, {again:.3f} s again (HTTP {status}, "
                       f"{len(body) // 1024} KiB)")
-            cached = sum(1 for f in run.log.files.values() if f.rows is not None)
-            print(f"(files read by then: {cached} of {args.steps})")
             for label, path in [("a step", f"/run/0/step/{mid}"), ("a group", f"/run/0/step/{mid}/group/3"),
                                 ("two steps compared", f"/compare?a_run=0&a_step=1&b_run=0&b_step={args.steps}")]:
                 t, status, _ = get(url + path)

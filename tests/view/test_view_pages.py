@@ -176,3 +176,20 @@ def test_a_missing_run_is_named_when_the_command_starts(tmp_path, capsys, monkey
     assert main(["view", str(tmp_path), "--host", "0.0.0.0"]) == 2  # no token: refused before serving
     assert "refusing to bind 0.0.0.0 without a token" in capsys.readouterr().err
     assert Path(tmp_path).is_dir()
+
+
+def test_a_filter_reads_only_the_steps_its_page_needs_until_the_log_is_read(toy_rewards, tmp_path):
+    from starlette.datastructures import QueryParams
+
+    from grpo_core.view.query import Query, select
+    from grpo_core.view.runs import Run
+
+    run = Run(make_run(tmp_path / "run"), 0)
+    q, problems = Query.of(QueryParams("low=2&high=2.5"))
+    found = select(run, q, per_page=1)
+    # a page of one group: step 1's group 0 fills it, steps 2 and 3 are not read (counted as unread)
+    assert (found.total, found.unread, [(g.step, g.group) for g in found.groups], problems) == (1, 2, [(1, 0)], [])
+    run.warm()
+    found = select(run, q, per_page=1)
+    assert (found.total, found.matched, found.unread) == (4, 9, 0)
+    assert [(g.step, g.group) for g in select(run, Query(low=2, high=2.5, page=3), per_page=1).groups] == [(2, 1)]

@@ -37,6 +37,7 @@ def build(args):
     runs = runs_of(args.runs)
     charts([("warm-up", [{"step": 1, "reward": 0.0}])])  # matplotlib's first figure costs a second: not the page's
     view = View(runs, token_from(args.token))
+    view.draw()
     threading.Thread(target=view.warm, name="grpo-view-warm", daemon=True).start()
     return build_app(view)
 

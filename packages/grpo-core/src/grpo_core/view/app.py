@@ -31,6 +31,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from grpo_core.view import charts as drawing
+from grpo_core.view import filters
 from grpo_core.view.query import PAGE, Query, Selection, groups_of, select
 from grpo_core.view.runs import Run
 from grpo_core.view.templates import TEMPLATES
@@ -53,18 +54,31 @@ class View:
         self.token = token
         self._charts: dict = {}  # (run indexes, metrics versions) -> charts
         self._drawing = threading.Lock()  # one drawing of a version: a page asking meanwhile waits for it
+        self.serving = 0  # pages being served now
 
-    def warm(self) -> None:
-        """Each run's curves, then its whole log, read ahead (a background thread's work):
-        the first page and the first filter then find them ready."""
+    def draw(self) -> None:
+        """What the first page would pay, paid at the server's start: the templates compiled,
+        each run's curves drawn and its first step file read (pyarrow loaded)."""
+        for name in TEMPLATES:
+            _ENV.get_template(name)
         for run in self.runs:
             try:
                 if run.state().exists:
                     self.charts_of([run])
-            except Exception:  # noqa: BLE001 - the page will say what is wrong; warming only saves time
+                    _rewards_of(run, [])
+            except Exception:  # noqa: BLE001 - the page will say what is wrong; drawing ahead only saves time
                 pass
+
+    def warm(self) -> None:
+        """Each run's whole log read ahead (a background thread's work): filters then count it
+        all. It waits while a page is being served (one interpreter: a page would wait for it)."""
+        def give_way():
+            time.sleep(0.001)
+            while self.serving:
+                time.sleep(0.02)
+
         for run in self.runs:
-            run.warm()
+            run.warm(give_way)
 
     # -- helpers
 
@@ -125,8 +139,12 @@ class View:
         found = select(run, q) if state.exists else Selection([], 0, 0, [])
         pages = max(1, math.ceil(found.total / PAGE))
         where = f"step {q.steps}" if q.steps and "-" not in q.steps else (f"steps {q.steps}" if q.steps else "all steps")
-        summary = (f"{found.total} groups match ({found.matched} completions) in {where}" if q.filtered else
-                   f"{found.total} groups in {where}")
+        least = "at least " if found.unread else ""
+        summary = (f"{least}{found.total} groups match ({least}{found.matched} completions) in {where}" if q.filtered
+                   else f"{least}{found.total} groups in {where}")
+        if found.unread:
+            summary += (f" ({found.unread} of {len(run.log.listing(filters.steps(q.steps)))} step files not read yet: "
+                        f"the view is reading the log; reload for the full count)")
         if found.total > PAGE:
             first = (q.page - 1) * PAGE
             summary += f"; groups {first + 1}-{min(first + PAGE, found.total)} shown"
@@ -311,6 +329,7 @@ def _guarded(view: View, method):
                 return page("index", "token required", status=401, rows=[], problems=[
                     "A token is required: open this address once with ?token=TOKEN (a cookie keeps it), or send "
                     "'Authorization: Bearer TOKEN'."])
+        view.serving += 1  # (a count the background reader only reads: no lock needed for its purpose)
         try:
             return method(request)
         except NotFound as exc:
@@ -319,6 +338,8 @@ def _guarded(view: View, method):
             return page("index", "error", status=500, rows=[], problems=[
                 f"This page failed: {type(exc).__name__}: {str(exc)[:300]}. The view goes on serving; the other pages "
                 f"and runs are unaffected."])
+        finally:
+            view.serving -= 1
     return endpoint
 
 

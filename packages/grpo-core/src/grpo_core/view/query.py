@@ -147,13 +147,15 @@ class Selection:
     total: int
     matched: int
     problems: list[str]
+    unread: int = 0  # step files not read yet (the page was full before them): the counts are at least
 
 
 def select(run, q: Query, per_page: int = PAGE) -> Selection:
     """The groups answering ``q`` in ``run``'s log, step file by step file (what a filter found
     in a file is kept with it), only the asked page's groups built."""
-    entries, problems = run.log.entries(filters.steps(q.steps))
-    rows0 = next((e.rows[0] for e in entries if e.rows), None)  # a row: the log's columns
+    listed = run.log.listing(filters.steps(q.steps))
+    problems: list[str] = []
+    rows0 = next((e.rows[0] for s, p in listed[:3] if (e := run.log.entry(s, p)).rows), None)  # the log's columns
     correct: list[str] = []
     if q.suspect and rows0:
         correct = list(q.correctness) or run.correctness(sorted(rows0))
@@ -166,34 +168,25 @@ def select(run, q: Query, per_page: int = PAGE) -> Selection:
         problems.append(f"reward {q.reward!r} is not in this log: choose one of {names}.")
     first, last = (q.page - 1) * per_page, q.page * per_page
     shown: list[Group] = []
-    total = matched = 0
-    for entry in entries:
+    total = matched = unread = 0
+    for step, path in listed:
+        entry = run.log.entry(step, path, read=total < last)  # once the page is full, only what was read counts
+        if entry is None:
+            unread += 1
+            continue
+        if entry.error:
+            problems.append(entry.error)
         rows = entry.rows or []
         picked = _picked(entry, q, correct, column) if q.filtered else None
         matched += len(picked or ())
-        for key, positions in _memo(entry, ("groups",), lambda rows=rows: _group_positions(rows)):
+        for key, positions in entry.groups:
             hit = [k for k, i in enumerate(positions) if i in picked] if picked is not None else []
             if picked is not None and not hit:
                 continue
             if first <= total < last:
                 shown.append(Group(key[0], key[1] or 0, key[2], [rows[i] for i in positions], set(hit)))
             total += 1
-    return Selection(shown, total, matched, problems)
-
-
-def _memo(entry, key: tuple, make):
-    if key not in entry.memo:
-        if len(entry.memo) > 32:
-            entry.memo.clear()
-        entry.memo[key] = make()
-    return entry.memo[key]
-
-
-def _group_positions(rows: list[dict]) -> list[tuple[tuple, list[int]]]:
-    out: dict[tuple, list[int]] = {}
-    for i, r in enumerate(rows):
-        out.setdefault(filters.group_key(r), []).append(i)
-    return list(out.items())
+    return Selection(shown, total, matched, problems, unread)
 
 
 def _picked(entry, q: Query, correct: list[str], column: str) -> set[int]:
@@ -206,24 +199,17 @@ def _picked(entry, q: Query, correct: list[str], column: str) -> set[int]:
 
     tests = []
     if q.suspect:
-        tests.append(_memo(entry, ("suspect", tuple(correct)), lambda: _suspects(rows, correct)))
+        tests.append(entry.suspects(correct))
     if q.empty:
-        tests.append(_memo(entry, ("empty",), lambda: positions(filters.empty)))
+        tests.append(entry.kept(("empty",), lambda: positions(filters.empty)))
     for expr in q.where:
-        tests.append(_memo(entry, ("where", expr), lambda expr=expr: positions(filters.where(expr)[1])))
+        tests.append(entry.kept(("where", expr), lambda expr=expr: positions(filters.where(expr)[1])))
     picked = set().union(*tests) if tests else set(range(len(rows)))
     if q.low is None and q.high is None:
         return picked
     low = -math.inf if q.low is None else q.low
     high = math.inf if q.high is None else q.high
     return {i for i in picked if _number(rows[i].get(column)) and low <= rows[i][column] <= high}
-
-
-def _suspects(rows: list[dict], correct: list[str]) -> set[int]:
-    if not correct:
-        return set()
-    flagged = {id(r) for r in filters.suspect(rows, correct)}
-    return {i for i, r in enumerate(rows) if id(r) in flagged}
 
 
 def _number(v) -> bool:

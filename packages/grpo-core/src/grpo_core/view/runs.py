@@ -87,7 +87,25 @@ class StepFile:
     key: tuple | None = None
     rows: list[dict] | None = None
     error: str | None = None
+    groups: list[tuple[tuple, list[int]]] = field(default_factory=list)  # (step, round, group) -> row positions
     memo: dict = field(default_factory=dict)  # (filter, its arguments) -> positions of the rows it picks
+
+    def kept(self, key: tuple, make):
+        """What ``make()`` found in this file's rows, found once (``key``: the filter and its arguments)."""
+        if key not in self.memo:
+            if len(self.memo) > 32:
+                self.memo.clear()
+            self.memo[key] = make()
+        return self.memo[key]
+
+    def suspects(self, correct: list[str]) -> set[int]:
+        """Positions of the rows ``--suspect`` picks with these correctness rewards."""
+        def find() -> set[int]:
+            rows = self.rows or []
+            flagged = {id(r) for r in filters.suspect(rows, correct)} if correct else set()
+            return {i for i, r in enumerate(rows) if id(r) in flagged}
+
+        return self.kept(("suspect", tuple(correct)), find)
 
 
 class RolloutLog:
@@ -120,26 +138,41 @@ class RolloutLog:
             columns = pq.read_table(entry.path).to_pydict()  # (and zipped: 2.5 times faster than to_pylist)
             keys = list(columns)
             entry.rows, entry.error = [dict(zip(keys, values)) for values in zip(*columns.values())], None
+            grouped: dict[tuple, list[int]] = {}
+            for i, r in enumerate(entry.rows):
+                grouped.setdefault(filters.group_key(r), []).append(i)
+            entry.groups = list(grouped.items())
         except Exception as exc:  # noqa: BLE001 - any damage: named on the page, the other steps served
-            entry.rows = []
+            entry.rows, entry.groups = [], []
             entry.error = (f"{self.folder.name}/{entry.path.name} cannot be read ({type(exc).__name__}: "
                            f"{str(exc)[:200]}): the file is damaged or still being written; its step is left out.")
         entry.key = key
 
-    def entries(self, steps: Iterable[int] | None = None, pause: float = 0.0) -> tuple[list[StepFile], list[str]]:
-        """The files of ``steps`` (all: None), read, in the log's order, and the problems met."""
+    def listing(self, steps: Iterable[int] | None = None) -> list[tuple[int, Path]]:
+        """(step, file) of ``steps`` (all: None), in the log's order; nothing read."""
         wanted = None if steps is None else set(steps)
-        listed = [(s, p) for s, p in rollout_log.files(self.folder) if wanted is None or s in wanted]
+        return [(s, p) for s, p in rollout_log.files(self.folder) if wanted is None or s in wanted]
+
+    def entry(self, step: int, path: Path, read: bool = True) -> StepFile | None:
+        """The file as read (again if it changed); ``read=False``: None when it was never read."""
+        with self.lock:
+            entry = self.files.get(path)
+            if entry is None or entry.rows is None:
+                if not read:
+                    return None
+                entry = self.files[path] = entry or StepFile(step, path)
+            self._load(entry)
+            return entry
+
+    def entries(self, steps: Iterable[int] | None = None, between=None) -> tuple[list[StepFile], list[str]]:
+        """The files of ``steps`` (all: None), read, in the log's order, and the problems met;
+        ``between()`` is called after each file (the background reader gives way there)."""
         out: list[StepFile] = []
         problems: list[str] = []
-        for step, path in listed:
-            with self.lock:
-                entry = self.files.get(path)
-                if entry is None:
-                    entry = self.files[path] = StepFile(step, path)
-                self._load(entry)
-            if pause:
-                time.sleep(pause)
+        for step, path in self.listing(steps):
+            entry = self.entry(step, path)
+            if between is not None:
+                between()
             out.append(entry)
             if entry.error:
                 problems.append(entry.error)
@@ -173,6 +206,7 @@ class Run:
         self._metrics = _Cached(self.path / METRICS, read_lines)
         self._health = _Cached(self.path / HEALTH, read_lines)
         self._correct: tuple[list[str], list[str]] | None = None
+        self.warmed = threading.Event()  # set when warm() has read the whole log
 
     # -- what is there
 
@@ -234,15 +268,21 @@ class Run:
             self._correct = (columns, filters.correctness_names(self.path, columns))
         return self._correct[1]
 
-    def warm(self) -> None:
-        """Read the whole log once, in the background, so the first filter finds it read."""
+    def warm(self, between=None) -> None:
+        """Read the whole log once, in the background, so that filters count all of it;
+        ``between()``: called after each file (to give way to the pages being served)."""
         try:
-            self.log.entries(pause=0.0005)  # the pages' threads get the interpreter between files
-            rows, _ = self.log.rows(self.log.steps()[:1])
-            if rows:
-                self.correctness(sorted(rows[0]))
+            entries, _ = self.log.entries(between=between)
+            first = next((e.rows[0] for e in entries if e.rows), None)
+            correct = self.correctness(sorted(first)) if first else []
+            for entry in entries:  # the default --suspect, found ahead too
+                entry.suspects(correct)
+                if between is not None:
+                    between()
         except Exception:  # noqa: BLE001 - a page names what is wrong; warming only saves time
             pass
+        finally:
+            self.warmed.set()
 
 
 def _mtime(path: Path) -> float | None:
