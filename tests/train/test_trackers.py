@@ -130,3 +130,55 @@ def test_sample_takes_whole_groups_trained_first_and_markdown_keeps_cells_on_one
     assert columns == ["step", "round", "group", "trained", "prompt", "completion", "reward/a", "total", "advantage"]
     text = markdown(["a", "b"], [["x|y\nz", 0.12345], [None, 2]])
     assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y<br>z | 0.123 |", "|  | 2 |"]
+
+
+class _Recorder:
+    """Stands in for a tracker module: records each call by name."""
+
+    def __init__(self, **attrs):
+        self.calls: list[tuple] = []
+        self.__dict__.update(attrs)
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+
+
+def test_wandb_and_mlflow_get_alerts_text_and_tables_through_their_own_calls(tmp_path, monkeypatch):
+    """wandb and MLflow are not installed here: stand-ins record what grpo calls, with the
+    signatures of wandb 0.2x (run.alert, run.log, wandb.Table) and MLflow 2-3 (log_text, log_table)."""
+    import types
+
+    from grpo_core.run.trackers import TrackerCallback
+    from grpo_core.trainer import rollout_log
+
+    run = _Recorder()
+    wandb = _Recorder(run=run, AlertLevel=types.SimpleNamespace(WARN="WARN"),
+                      Table=lambda columns, data: ("Table", columns, data))
+    mlflow = _Recorder(active_run=lambda: object())
+    monkeypatch.setitem(sys.modules, "wandb", wandb)
+    monkeypatch.setitem(sys.modules, "mlflow", mlflow)
+    WandbCallback = type("WandbCallback", (), {})
+    MLflowCallback = type("MLflowCallback", (), {})
+    trainer = types.SimpleNamespace(callback_handler=types.SimpleNamespace(callbacks=[WandbCallback(), MLflowCallback()]))
+    (tmp_path / "health.jsonl").write_text("")
+    cb = TrackerCallback(tmp_path, offset=10)
+    cb.bind(trainer)
+    state = types.SimpleNamespace(global_step=0, is_world_process_zero=True)
+    cb.on_train_begin(None, state, None)
+    rows = [{"step": 11, "round": 0, "group": g, "prompt": "p", "completion": f"c{g}{i}", "reward/a": 1.0,
+             "total": 1.0, "advantage": 0.0} for g in range(3) for i in range(2)]
+    rollout_log.write(tmp_path / "rollouts", 11, rows)
+    with open(tmp_path / "health.jsonl", "a") as f:
+        f.write(json.dumps({"step": 11, "check": "kl", "message": "kl high"}) + "\n")
+    state.global_step = 1
+    cb.on_log(None, state, None, logs={"reward": 1.0, "eval/accuracy": 0.5})
+    columns = ["step", "round", "group", "prompt", "completion", "reward/a", "total", "advantage"]
+    table = [[11, 0, g, "p", f"c{g}{i}", 1.0, 1.0, 0.0] for g in (0, 1) for i in range(2)]
+    assert run.calls == [("alert", (), {"title": "grpo health: kl", "text": "step 11: kl high", "level": "WARN"}),
+                         ("log", ({"eval/accuracy": 0.5, "grpo/rollouts": ("Table", columns, table),
+                                   "train/global_step": 1},), {})]
+    assert mlflow.calls == [("log_text", ("step 11: kl high\n", "grpo/health/step-000001-kl.txt"), {}),
+                            ("log_table", ({c: [row[i] for row in table] for i, c in enumerate(columns)},),
+                             {"artifact_file": "grpo/rollouts/step-000001.json"})]
+    cb.on_log(None, state, None, logs={"reward": 1.0})  # nothing new: nothing sent
+    assert len(run.calls) == 2 and len(mlflow.calls) == 2

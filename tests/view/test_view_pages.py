@@ -102,6 +102,11 @@ def test_bad_runs_are_sentences_on_the_page_and_the_view_serves_on(serve_runs, t
     assert code == 200 and html.count('<a href="/run/') == 4 and "finished" in html
     code, html = get(f"{url}/run/3")  # still serving, and the good run is whole
     assert code == 200 and html.count('<div class="chart"') >= 3 and "flat" in html
+    # the run still writing logs step 4: the next page has it
+    from grpo_core.trainer import rollout_log
+
+    rollout_log.write(cut / "rollouts", 4, [dict(r, step=4) for r in rollout_log.read(good, steps=[1]).to_pylist()])
+    assert groups(get(f"{url}/run/2/rollouts?steps=3-4")[1]) == [("3", "0"), ("3", "1"), ("4", "0"), ("4", "1")]
 
 
 def test_the_view_only_reads_the_run(serve_runs, tmp_path):
