@@ -140,8 +140,9 @@ class View:
         pages = max(1, math.ceil(found.total / PAGE))
         where = f"step {q.steps}" if q.steps and "-" not in q.steps else (f"steps {q.steps}" if q.steps else "all steps")
         least = "at least " if found.unread else ""
-        summary = (f"{least}{found.total} groups match ({least}{found.matched} completions) in {where}" if q.filtered
-                   else f"{least}{found.total} groups in {where}")
+        groups, completions = _count(found.total, "group"), _count(found.matched, "completion")
+        summary = (f"{least}{groups} match ({least}{completions}) in {where}" if q.filtered
+                   else f"{least}{groups} in {where}")
         if found.unread:
             summary += (f" ({found.unread} of {len(run.log.listing(filters.steps(q.steps)))} step files not read yet: "
                         f"the view is reading the log; reload for the full count)")
@@ -292,6 +293,10 @@ def _rewards_of(run: Run, steps: list[int]) -> list[str]:
         if rows:
             return [k[len("reward/"):] for k in rows[0] if k.startswith("reward/")]
     return []
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _spaced(steps: list[int], n: int) -> list[int]:
