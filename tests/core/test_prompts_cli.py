@@ -138,7 +138,10 @@ def _commands_named() -> dict[tuple[str, ...], set[str]]:
     return found
 
 
-def test_messages_and_docs_name_only_commands_that_exist(capsys):
+def test_messages_and_docs_name_only_commands_that_exist(capsys, register_plugin):
+    import grpo_acme
+
+    register_plugin(grpo_acme, name="acme")  # the guide's example plugin adds `grpo acme-lengths`
     found = _commands_named()
     assert ("prompts", "list") in found and ("rewards", "check") in found  # the scan reads them
     missing = {}

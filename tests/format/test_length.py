@@ -119,3 +119,27 @@ def test_soft_overlong_defaults(reward):
 def test_soft_overlong_parameter_errors(reward, params, message):
     with pytest.raises(ValueError, match=message):
         reward("length.soft_overlong", **params)(["x"])
+
+
+def test_relative_pays_each_group_by_its_own_shortest_and_longest(reward):
+    """Kimi k1.5: 0.5 - (L - min) / (max - min) per group of one prompt's completions."""
+    r = reward("length.relative")
+    assert r.group
+    # group of "a": lengths 2, 4, 6, 10 -> spread 8: 0.5, 0.25, 0.0, -0.5
+    # group of "b": lengths 5, 5, 5, 5 -> all equal: 0.0
+    completions = ["x" * n for n in (2, 4, 6, 10)] + ["y" * 5] * 4
+    prompts = ["a"] * 4 + ["b"] * 4
+    assert r(completions, prompts=prompts) == [0.5, 0.25, 0.0, -0.5, 0.0, 0.0, 0.0, 0.0]
+    # the same completions as groups of 4 by size, and the second group alone: its own values
+    assert r(completions, group_size=4) == [0.5, 0.25, 0.0, -0.5, 0.0, 0.0, 0.0, 0.0]
+    assert r(completions[:4], prompts=prompts[:4]) == [0.5, 0.25, 0.0, -0.5]
+    # as one group of 8: min 2, max 10 -> the y's (5) get 0.5 - 3/8
+    assert r(completions, group_size=8) == [0.5, 0.25, 0.0, -0.5] + [0.125] * 4
+
+
+def test_relative_measures_tokens_when_ids_are_given(reward):
+    r = reward("length.relative")
+    # 100 vs 1 characters, but 3 vs 9 tokens: tokens decide
+    assert r(["x" * 100, "y", "z" * 50], completion_ids=[[1] * 3, [1] * 9, [1] * 6]) == [0.5, -0.5, 0.0]
+    assert reward("length.relative", unit="words")(["a b c", "a", "a b"]) == [-0.5, 0.5, 0.0]
+    assert r([chat("x" * 3), chat("x")]) == [-0.5, 0.5]

@@ -23,6 +23,7 @@ NAMES = [
     "format.xml_soft",
     "format.xml_strict",
     "length.ideal",
+    "length.relative",
     "length.soft_overlong",
     "repetition.ngram",
 ]
@@ -39,6 +40,7 @@ PARAMS = {
     "format.xml_strict": {"think_tag": "reasoning", "answer_tag": "solution"},
     "length.ideal": {"target": 300, "unit": "words"},
     "length.soft_overlong": {"max_length": 64, "cache": 16},
+    "length.relative": {"unit": "words"},
     "repetition.ngram": {"n": 2, "max_penalty": -0.5, "language": "en"},
 }
 
@@ -58,7 +60,7 @@ def test_registers_every_reward_with_its_docstring_summary(register_plugin):
 def test_every_reward_declares_its_range(reward):
     """grpo check takes the high end as full marks: ranges as the docstrings state them."""
     expected = {name: (0.0, 1.0) for name in NAMES if name.startswith("format.")}
-    expected.update({"length.ideal": (-1.0, 0.0), "length.soft_overlong": (-1.0, 0.0)})
+    expected.update({"length.ideal": (-1.0, 0.0), "length.soft_overlong": (-1.0, 0.0), "length.relative": (-0.5, 0.5)})
     expected["repetition.ngram"] = (-1.0, 0.0)  # [max_penalty, 0], max_penalty=-1.0 by default
     assert {name: reward(name).range for name in NAMES} == expected
     assert reward("repetition.ngram", max_penalty=-0.5).range == (-0.5, 0.0)

@@ -18,7 +18,7 @@ hookimpl = pluggy.HookimplMarker("grpo")
 @hookspec
 def register_rewards(register: Callable[..., None]) -> None:
     """Register reward functions:
-    ``register(name, func, *, description=None, correctness=False, range=None, reads_answers=None)``.
+    ``register(name, func, *, description=None, correctness=False, range=None, reads_answers=None, group=False)``.
 
     :param register: call once per reward. ``name`` is dotted and lower case
         (``math.correctness``); ``func`` is a TRL reward function
@@ -32,6 +32,11 @@ def register_rewards(register: Callable[..., None]) -> None:
         gold; by default a reward that pays the gold more than a wrong answer reads
         answers and may not (``True``: it always reads them). A function of one's own
         says the same with a ``reads_answers`` attribute.
+        ``group=True``: a group reward, called once per group of one prompt's completions
+        (``func(completions, **kwargs)`` with the group's completions and columns) and
+        returning one value per completion of the group; to TRL and the rest of grpo it is
+        an ordinary reward (:mod:`grpo_core.rewards.groups`). A function of one's own
+        says it with a ``group = True`` attribute.
     """
 
 

@@ -1,8 +1,9 @@
 """grpo_rewards_format: rewards that shape how a model answers (grpo plugin).
 
 Registers ``format.*`` (XML layout, open-r1's layout rules, step markers, JSON
-answers), ``length.*`` and ``repetition.*`` rewards, each with its value range,
-and the ``xml`` system prompt. Importing this module is
+answers), ``length.*`` (``length.relative`` a group reward: Kimi k1.5's length reward
+within each prompt's completions) and ``repetition.*`` rewards, each with its value
+range, and the ``xml`` system prompt. Importing this module is
 cheap: ``json``/``jsonschema`` load when ``format.json`` first runs, ``numpy``
 when ``repetition.ngram`` first meets a long completion.
 """
@@ -13,6 +14,7 @@ from grpo_core import hookimpl
 
 from .json_answer import json_answer
 from .length import ideal as length_ideal
+from .length import relative as length_relative
 from .length import soft_overlong
 from .prompts import XML, XML_ANSWER_TEMPLATE
 from .repetition import ngram as repetition_ngram
@@ -33,6 +35,7 @@ REWARDS = {
     "format.json": json_answer,
     "length.ideal": length_ideal,
     "length.soft_overlong": soft_overlong,
+    "length.relative": length_relative,
     "repetition.ngram": repetition_ngram,
 }
 
@@ -49,14 +52,18 @@ RANGES = {
     "format.json": (0.0, 1.0),
     "length.ideal": (-1.0, 0.0),
     "length.soft_overlong": (-1.0, 0.0),
+    "length.relative": (-0.5, 0.5),
     "repetition.ngram": ngram_range,
 }
+
+# rewards called once per group of a prompt's completions (grpo_core.rewards.groups)
+GROUP = {"length.relative"}
 
 
 @hookimpl
 def register_rewards(register):
     for name, func in REWARDS.items():
-        register(name, func, range=RANGES[name])
+        register(name, func, range=RANGES[name], group=name in GROUP)
 
 
 @hookimpl
@@ -70,12 +77,14 @@ def register_system_prompts(register):
 
 
 __all__ = [
+    "GROUP",
     "RANGES",
     "REWARDS",
     "XML",
     "XML_ANSWER_TEMPLATE",
     "json_answer",
     "length_ideal",
+    "length_relative",
     "reasoning_steps",
     "repetition_ngram",
     "soft_overlong",

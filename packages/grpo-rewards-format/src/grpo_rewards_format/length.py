@@ -111,3 +111,36 @@ def soft_overlong(
         else:
             out.append(-1.0)
     return out
+
+
+@text_reward
+def relative(
+    completions: list,
+    unit: Literal["auto", "tokens", "chars", "words"] = "auto",
+    completion_ids: list | None = None,
+    **kwargs,
+) -> list[float]:
+    """Kimi k1.5's length reward, within each group: 0.5 for its shortest completion, -0.5 for its longest.
+
+    reward = 0.5 - (L - min L) / (max L - min L)        Range [-0.5, 0.5]
+    min and max over the completions of one prompt (a group reward: it sees TRL's
+    num_generations completions of a prompt together); 0.0 for each completion of a
+    group whose lengths are all equal. L as in length.ideal (unit="auto": tokens when
+    TRL passes completion_ids, else characters).
+
+    Kimi k1.5 (arXiv:2501.12599, section 2.3.3) pays it to right answers and
+    min(0, reward) to wrong ones, so a model learns to be brief without learning to
+    give up. Gate it on a correctness reward: `length.relative:0.2 when
+    math.correctness >= 1` pays right answers for being shorter than their group and
+    wrong ones 0. Alone it pays the shortest answer, right or wrong.
+
+    Parameters: unit="auto".
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}.")
+    lengths = [measure(text, ids, unit) for text, ids in
+               zip(completions, aligned_ids(completion_ids, len(completions)), strict=True)]
+    if not lengths or max(lengths) == min(lengths):
+        return [0.0] * len(lengths)
+    low, spread = min(lengths), max(lengths) - min(lengths)
+    return [0.5 - (n - low) / spread for n in lengths]

@@ -28,6 +28,10 @@ Two questions cost whole runs when their answer is wrong:
    (a tag reward whose tags differ from the prompt's pays 0 to all) teaches
    nothing, and fails.
 
+A group reward (``rewards/groups.py``) scores each row's completions (the gold, the
+wrong answers, the probes) as one group, as it would a prompt's completions in
+training; its gold self-test, a gold alone in its group, is not judged.
+
 Rewards are called in batches of :data:`CHECK_BATCH`, through training's failure
 policy (``rewards/policy.py:CheckGuard``): each call within the reward's time limit
 (one that runs past it is reported once and not judged), an item that raises or
@@ -101,21 +105,25 @@ def declared_reads_answers(reward) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _score(guards: Sequence, texts: list[str], rows: list[dict]) -> tuple[list[list], dict[str, list], list[list]]:
+def _score(guards: Sequence, texts: list[str], rows: list[dict],
+           group_size: int = 1) -> tuple[list[list], dict[str, list], list[list]]:
     """Per reward (each under its :class:`CheckGuard`), the scores of ``texts`` (as
     assistant messages, like training), what rewards logged per completion (e.g. the
     extracted answer) and which items failed (raised or scored no number: not judged).
-    A reward model is not loaded: it scores None."""
+    A reward model is not loaded: it scores None. ``group_size``: the texts come in groups
+    of one row's completions, which a group reward scores together."""
 
     per: list[list] = [[] for _ in guards]
     failed: list[list] = [[] for _ in guards]
     extras: dict[str, list] = {}
-    for start in range(0, len(texts), CHECK_BATCH):  # batches the size training scores at once
-        chunk = slice(start, start + CHECK_BATCH)
+    step = max(1, CHECK_BATCH // group_size) * group_size  # whole groups per call
+    for start in range(0, len(texts), step):  # batches the size training scores at once
+        chunk = slice(start, start + step)
         completions = [[{"role": "assistant", "content": t}] for t in texts[chunk]]
         marks = [len(g.why) for g in guards]
         scored = score_batch(guards, [1.0] * len(guards), completions, rows[chunk],
-                             [r.get("prompt") for r in rows[chunk]], skip_model_rewards=True)
+                             [r.get("prompt") for r in rows[chunk]], skip_model_rewards=True,
+                             group_size=group_size)
         for column, values in zip(per, scored.per_reward):
             column.extend(values)
         for lost, g, mark in zip(failed, guards, marks):  # a reward skipped (uncalled) failed nowhere
@@ -175,10 +183,15 @@ def gold_self_test(funcs: Sequence, rows: list[dict], template, guards: Sequence
         extracted = extras.get(f"{name}/answer") or [None] * len(rows)
         short = [{"row": i, "gold": probes[i].gold, "completion": texts[i][:200], "extracted": extracted[i],
                   "score": scores[i]} for i, ok in at_top.items() if not ok]
-        skipped = _skipped(f, rows) or (None if judged or not rows else "failed on every row: not judged")
+        skipped = (_skipped(f, rows) or (GROUP_GOLD if getattr(f, "group", False) else None)
+                   or (None if judged or not rows else "failed on every row: not judged"))
         out.append(GoldResult(name, top, sum(at_top.values()) / len(at_top) if at_top else math.nan, is_correctness(f),
                               [] if skipped else short, skipped))
     return out
+
+
+# why a group reward's gold self-test is not judged (each row's gold is a group of its own)
+GROUP_GOLD = "a group reward: a gold alone is a group of one; judged with the probes (a row's completions as one group)"
 
 
 def _pays_as_much(probe: Sequence, gold: Sequence, floor: float = 0.0) -> list[int]:
@@ -277,9 +290,14 @@ def run_probes(funcs: Sequence, weights: Sequence[float], rows: list[dict], temp
 
 def _score_all(guards: Sequence, weights: Sequence[float], groups: list[list[str]], rows: list[dict]):
     """Every group scored; the total of a completion a reward failed on is NaN (not
-    judged: the other rewards' sum alone would understate it)."""
-    texts = [t for g in groups for t in g]
-    per, _, failed = _score(guards, texts, [r for _ in groups for r in rows])
+    judged: the other rewards' sum alone would understate it). Scored row by row, one
+    row's completions (gold, wrong answers, probes) after another, as TRL lays out a
+    prompt's completions: a group reward sees them as one group."""
+    n, k = len(rows), len(groups)
+    texts = [groups[j][i] for i in range(n) for j in range(k)]
+    per, _, failed = _score(guards, texts, [rows[i] for i in range(n) for _ in range(k)], group_size=k)
+    back = [i * k + j for j in range(k) for i in range(n)]  # kind by kind again
+    per, failed = [[col[b] for b in back] for col in per], [[col[b] for b in back] for col in failed]
     totals = [math.nan if any(lost) else t for t, lost in zip(weighted_totals(per, weights), zip(*failed))]
     return _Scored(per, totals), len(rows)
 

@@ -45,8 +45,9 @@ def add_parser(sub) -> None:
                         "or one of its files: groups are taken from the log, and the comparison is reported per step)")
     p.add_argument("--output", type=Path, help="per-row scores (and what rewards logged, e.g. the extracted answer): .jsonl or .csv")
     p.add_argument("--group-size", type=int, default=None, metavar="G",
-                   help="groups are G consecutive rows (default with --against: runs of the same prompt); "
-                   "reports the share of groups with zero reward spread")
+                   help="groups are G consecutive rows (default: a 'group' column, a rollout log's groups, else "
+                   "runs of the same prompt); reports the share of groups with zero reward spread. A group "
+                   "reward scores each group together")
     p.add_argument("--batch-size", type=number_arg(Range(1)), default=1024, help="rows scored at once (default 1024)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true")
@@ -94,10 +95,52 @@ def _log_rows(path: Path):
 
 
 def _group_key(row: dict) -> str:
-    """A GRPO group: the log's (step, round, group), else the rows' prompt."""
+    """A GRPO group: the log's (step, round, group), a 'group' column, else the rows' prompt."""
     if "step" in row and "group" in row:
         return f"{row['step']}/{row.get('round', 0)}/{row['group']}"
+    if "group" in row:
+        return json.dumps(row["group"], default=str)
     return json.dumps(row.get("prompt"), default=str)
+
+
+def _whole_groups(batches, size: int | None, path: Path):
+    """``batches`` cut between groups only (a group reward sees each group whole): groups
+    of ``size`` rows, else runs of one :func:`_group_key`. A last group short of ``size``
+    is an error naming its lines."""
+    carry: list = []
+    for batch in batches:
+        rows = carry + batch
+        if size:
+            cut = len(rows) // size * size
+        else:
+            last = _group_key(rows[-1][1])
+            cut = len(rows)
+            while cut and _group_key(rows[cut - 1][1]) == last:
+                cut -= 1  # the last run may go on in the next batch
+        if cut:
+            yield rows[:cut]
+        carry = rows[cut:]
+    if carry and size and len(carry) < size:
+        raise GrpoError(f"{path}: the last {len(carry)} rows (from line {carry[0][0]}) do not fill a group of "
+                        f"--group-size {size}; a group reward scores whole groups. Drop them or fix --group-size.")
+    if carry:
+        yield carry
+
+
+def _group_sizes(batch, size: int | None) -> int | list[int]:
+    """The ``group_size`` a batch of whole groups is scored with (``rewards/groups.py``)."""
+    if size:
+        return size
+    sizes: list[int] = []
+    previous = object()
+    for _, row in batch:
+        key = _group_key(row)
+        if key == previous:
+            sizes[-1] += 1
+        else:
+            sizes.append(1)
+            previous = key
+    return sizes
 
 
 def _text_lines(path: Path):
@@ -155,8 +198,9 @@ class _Side:
         self.total = RewardStats("total")
         self.flat = GroupStats(group_size) if group_size else None
 
-    def score(self, batch, keys: set, path: Path) -> tuple[list, list, dict]:
-        """(scores per reward, weighted totals, what the rewards logged per row)."""
+    def score(self, batch, keys: set, path: Path, group_size: int | list[int] | None = None) -> tuple[list, list, dict]:
+        """(scores per reward, weighted totals, what the rewards logged per row);
+        ``group_size``: the batch's groups, for group rewards."""
 
         rows = [r for _, r in batch]
         for f in self.funcs:
@@ -164,7 +208,8 @@ class _Side:
         scored = score_batch(self.funcs, self.weights, [r["completion"] for r in rows],
                              prompts=[r.get("prompt") for r in rows] if "prompt" in keys else None,
                              completion_ids=[r.get("completion_ids") for r in rows] if "completion_ids" in keys else None,
-                             columns={k: [r.get(k) for r in rows] for k in keys - set(ROW_ONLY)})
+                             columns={k: [r.get(k) for r in rows] for k in keys - set(ROW_ONLY)},
+                             group_size=group_size)
         for s, values in zip(self.stats, scored.per_reward):
             s.add(values)
         self.total.add(scored.totals)
@@ -228,10 +273,13 @@ def run(args) -> int:
     _say_manifest(args.input, args.rewards)
     out = _Output(args.output) if args.output else None
     progress = _progress(args)
+    grouped = _group_rewards(sides, args)
+    batches = _read_batches(args.input, args.batch_size)
     try:
-        for batch in _read_batches(args.input, args.batch_size):
+        for batch in _whole_groups(batches, args.group_size, args.input) if grouped else batches:
             keys = set().union(*(r.keys() for _, r in batch))
-            scored = [side.score(batch, keys, args.input) for side in sides]
+            sizes = _group_sizes(batch, args.group_size) if grouped else None
+            scored = [side.score(batch, keys, args.input, sizes) for side in sides]
             records = [{"line": n, **{k: v for side, s in zip(sides, scored) for k, v in side.record(i, *s).items()}}
                        for i, (n, _) in enumerate(batch)]
             if out:
@@ -255,6 +303,19 @@ def run(args) -> int:
         for group in grouper.finish():
             _add_group(compare, steps, step_of, group)
     return _report(args, sides, compare, steps)
+
+
+def _group_rewards(sides: list[_Side], args) -> list[str]:
+    """The group rewards scored; with them, which rows form a group must be said."""
+    names = [f.__name__ for side in sides for f in side.funcs if getattr(f, "group", False)]
+    if names and not args.group_size and not _is_log(args.input):
+        first = next(_read_batches(args.input, 1), [(0, {})])[0][1]
+        if "group" not in first and "prompt" not in first:
+            raise GrpoError(
+                f"{', '.join(names)} {'is a group reward' if len(names) == 1 else 'are group rewards'}: say which rows "
+                f"of {args.input} form a group, with --group-size G (G rows after another), a 'group' column, or a "
+                f"'prompt' column (runs of one prompt).")
+    return names
 
 
 def _add_group(compare, steps: dict, step_of: dict, group) -> None:

@@ -279,7 +279,8 @@ def _check_prompt(name: str, text: Any) -> None:
 # the keywords each hook's ``register`` takes besides ``description``, with their checks;
 # hookspecs documents each (a doc test holds the two together)
 KEYWORDS: dict[str, dict] = {
-    "register_rewards": {"correctness": _check_bool, "range": check_range, "reads_answers": _check_bool},
+    "register_rewards": {"correctness": _check_bool, "range": check_range, "reads_answers": _check_bool,
+                         "group": _check_bool},
     "register_datasets": {},
     "register_system_prompts": {"answer_template": None},
     "register_probes": {"right": _check_bool},

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.timelimit import RewardTimeout, call_within, report_once
+from grpo_core.rewards import groups
 from grpo_core.rewards.reward import AsyncReward, Reward
 
 
@@ -155,22 +156,45 @@ class GuardedReward:
         return [_Bad("timeout")] * n
 
     def _items(self, completions, kwargs, n: int) -> list:
-        """Each item alone after the batch raised; once one item times out, the rest
-        score None unscored (one time limit per batch, not one per item)."""
-        out = []
-        for i in range(n):
+        """Each item alone after the batch raised (a group reward: each group alone); once
+        one times out, the rest score None unscored (one time limit per batch, not one per item)."""
+        try:
+            parts = self._parts(completions, kwargs, n)
+        except ValueError as exc:  # a group reward's batch that is not whole groups: no group to score
+            return [_Bad(self._note(exc))] * n
+        out: list = []
+        for part, keywords, one in parts:
+            size = len(part)
             if self.timeouts:
-                out.append(_Bad("timeout"))
-                self.timeouts += 1
+                out.extend([_Bad("timeout")] * size)
+                self.timeouts += size
                 continue
-            item = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
             try:
-                out.append(self._single(self._within([completions[i]], item)))
+                values = self._within(part, keywords)
+                out.extend([self._single(values)] if one else self._group(values, size))
             except RewardTimeout as exc:
-                out.extend(self._timed_out(exc, 1))
+                out.extend(self._timed_out(exc, size))
             except Exception as exc:  # noqa: BLE001
-                out.append(_Bad(self._note(exc)))
+                out.extend([_Bad(self._note(exc))] * size)
         return out
+
+    def _parts(self, completions, kwargs, n: int) -> list[tuple[list, dict, bool]]:
+        """(completions, keywords, one item?) to call alone: the items, or a group reward's groups."""
+        if not getattr(self.reward, "group", False):
+            return [([completions[i]], {k: [v[i]] if isinstance(v, list) and len(v) == n else v
+                                         for k, v in kwargs.items()}, True) for i in range(n)]
+        parts, start = [], 0
+        for size in groups.sizes(self.__name__, n, kwargs):
+            keywords = dict(groups.cut(kwargs, n, start, start + size), group_size=size)
+            parts.append((list(completions[start:start + size]), keywords, False))
+            start += size
+        return parts
+
+    def _group(self, values, size: int) -> list:
+        if isinstance(values, (list, tuple)) and len(values) == size:
+            return list(values)
+        self._kind(f"returned {values!r:.60} for a group of {size}", "wrong length")
+        return [_Bad("wrong length")] * size
 
     # ------------------------------------------------------------ checking the scores
 

@@ -22,7 +22,7 @@ from grpo_core.base.timelimit import DEFAULT_SECONDS as DEFAULT_TIME_LIMIT
 from grpo_core.base.timelimit import RewardTimeout
 from grpo_core.plugin import registry
 from grpo_core.plugin.registry import check_range
-from grpo_core.rewards import local_rewards
+from grpo_core.rewards import groups, local_rewards
 from grpo_core.rewards.gating import gate_values, link
 from grpo_core.rewards.scoring import call_reward
 from grpo_core.rewards.specs import RewardSpec, parse_spec
@@ -32,7 +32,9 @@ class Reward:
     """A registered reward bound to its parameters: a TRL reward function.
 
     ``__name__`` is the registered name, so TRL logs ``rewards/<name>/mean``.
-    Picklable when the underlying function is (module-level functions are).
+    Picklable when the underlying function is (module-level functions are). A group
+    reward (``group=True``) calls its function once per group of the batch
+    (:mod:`grpo_core.rewards.groups`); a ``group_size`` keyword gives the groups.
     """
 
     def __new__(cls, name: str, func: Callable, *args, **kwargs):
@@ -42,11 +44,12 @@ class Reward:
 
     def __init__(self, name: str, func: Callable, params: dict | None = None, description: str = "",
                  logged_name: str | None = None, *, correctness: bool = False, value_range=None, source: str = "",
-                 time_limit: float | None = DEFAULT_TIME_LIMIT):
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, group: bool = False):
         self.__name__ = logged_name or name
         self.__qualname__ = self.__name__
         self.name = name
         self.correctness = bool(correctness)  # full marks mean "the answer is right" (declared when registered)
+        self.group = bool(group)  # called once per group of completions (declared when registered)
         self.source = source  # "plugin 'x' (distribution y)", or "" for a function of one's own
         self.time_limit = time_limit  # seconds per call (grpo_core.base.timelimit); None: no limit
         self.timed_out = False  # outside training (checks, scoring), a reward that timed out is not called again
@@ -81,7 +84,13 @@ class Reward:
         return values
 
     def call_unmemoized(self, completions=None, **kwargs):
-        return self.func(completions, **self._bind(dict(kwargs)))
+        if self.group:
+            return groups.call(self.name, self._call_group, completions, kwargs)
+        kwargs.pop(groups.SIZE_KEYWORD, None)
+        return self.func(completions, **self._bind(kwargs))
+
+    def _call_group(self, completions: list, kwargs: dict):
+        return self.func(completions, **self._bind(kwargs))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -89,12 +98,13 @@ class Reward:
 
     def __reduce__(self):
         return (_rebuild, (self.name, self.func, self.params, self.description, self.__name__, self.correctness,
-                           self._declared_range, self.source, self.time_limit))
+                           self._declared_range, self.source, self.time_limit, self.group))
 
 
-def _rebuild(name, func, params, description, logged, correctness, value_range, source, time_limit) -> Reward:
+def _rebuild(name, func, params, description, logged, correctness, value_range, source, time_limit,
+             group=False) -> Reward:
     return Reward(name, func, params, description, logged, correctness=correctness, value_range=value_range,
-                  source=source, time_limit=time_limit)
+                  source=source, time_limit=time_limit, group=group)
 
 
 def _bound_range(name: str, declared, params: dict) -> tuple[float, float] | None:
@@ -113,6 +123,9 @@ class AsyncReward(Reward):
     """A :class:`Reward` around an ``async def`` reward function."""
 
     async def __call__(self, completions=None, **kwargs):
+        if self.group:
+            return await groups.call_async(self.name, self._call_group, completions, kwargs)
+        kwargs.pop(groups.SIZE_KEYWORD, None)
         return await self.func(completions, **self._bind(kwargs))
 
 
@@ -186,11 +199,12 @@ class Resolved:
     correctness: bool = False
     range: Any = None  # (low, high), or a function of the parameters returning one
     source: str = ""  # the plugin and distribution; "" for a function of one's own
+    group: bool = False  # called once per group (rewards/groups.py)
 
     def bind(self, params: dict | None = None, logged_name: str | None = None,
              time_limit: float | None = DEFAULT_TIME_LIMIT) -> Reward:
         return Reward(self.name, self.func, params, self.description, logged_name, correctness=self.correctness,
-                      value_range=self.range, source=self.source, time_limit=time_limit)
+                      value_range=self.range, source=self.source, time_limit=time_limit, group=self.group)
 
 
 # TRL's own answer-checking rewards, as `trl grpo` names them (import paths here)
@@ -216,7 +230,7 @@ def resolve(ref: str) -> Resolved:
             raise UnknownNameError(f"{unknown} Nor is it a function to import: {exc}") from None
         return _own(ref, func, ".")
     return Resolved(entry.name, entry.obj, entry.description, bool(entry.extra.get("correctness", False)),
-                    entry.extra.get("range"), entry.source)
+                    entry.extra.get("range"), entry.source, bool(entry.extra.get("group", False)))
 
 
 def _own(ref: str, func: Callable, sep: str) -> Resolved:
@@ -227,7 +241,8 @@ def _own(ref: str, func: Callable, sep: str) -> Resolved:
         if problem:
             raise SpecError(f"reward {ref}: its range attribute {declared!r} is not usable: {problem}.")
     return Resolved(getattr(func, "__name__", ref.rsplit(sep, 1)[1]), func, inspect.getdoc(func) or "",
-                    bool(getattr(func, "correctness", False)) or ref in TRL_CORRECTNESS, declared)
+                    bool(getattr(func, "correctness", False)) or ref in TRL_CORRECTNESS, declared,
+                    group=groups.is_group_reward(func))
 
 
 def logged_names(parsed: list[RewardSpec], names: list[str]) -> list[str]:

@@ -101,11 +101,14 @@ def _ignore(*args, **kwargs) -> None:
 
 
 def call_reward(reward, completions: list, columns: dict[str, list], prompts: list | None = None,
-                completion_ids: list | None = None, log_extra=_ignore, log_metric=_ignore) -> list[float | None]:
+                completion_ids: list | None = None, log_extra=_ignore, log_metric=_ignore,
+                group_size: int | list[int] | None = None) -> list[float | None]:
     """Call ``reward`` exactly as TRL does (keywords only, every column), within its
     time limit: past it, :class:`~grpo_core.base.timelimit.RewardTimeout` is raised, the
     reward is reported once and marked ``timed_out`` (callers then skip it). A reward
-    under the failure policy (``rewards/policy.py``, ``guarded``) keeps its own limit."""
+    under the failure policy (``rewards/policy.py``, ``guarded``) keeps its own limit.
+    ``group_size``: the groups of the batch, for a group reward (``rewards/groups.py``)."""
+    grouping = {} if group_size is None else {"group_size": group_size}
 
     def call():
         values = reward(
@@ -115,6 +118,7 @@ def call_reward(reward, completions: list, columns: dict[str, list], prompts: li
             trainer_state=None,
             log_metric=log_metric,
             log_extra=log_extra,
+            **grouping,
             **columns,
         )
         if hasattr(values, "__await__"):
@@ -157,12 +161,15 @@ ROW_ONLY = ("prompt", "completion", "completion_ids")
 
 def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, rows: Sequence[dict] = (),
                 prompts: list | None = None, completion_ids: list | None = None,
-                columns: dict[str, list] | None = None, skip_model_rewards: bool = False) -> ScoredBatch:
+                columns: dict[str, list] | None = None, skip_model_rewards: bool = False,
+                group_size: int | list[int] | None = None) -> ScoredBatch:
     """Score a batch the way TRL does: each reward called once, with every dataset
     column of ``rows`` (one row per completion) or ``columns``, the prompts and the
     token ids. ``skip_model_rewards``: a reward that needs a model (a reward model)
     scores None instead of loading it. A reward past its time limit scores None here, and
-    in every later batch (it is reported once; training calls it every step)."""
+    in every later batch (it is reported once; training calls it every step).
+    ``group_size``: the groups of the batch (an int, or each group's size in turn), handed
+    to every reward: a group reward is called once per group, the others ignore it."""
 
     if columns is None:
         keys = [k for k in (rows[0] if rows else {}) if k not in ROW_ONLY]
@@ -182,7 +189,8 @@ def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, ro
             per_reward.append([None] * len(completions))
             continue
         try:
-            per_reward.append(call_reward(f, completions, columns, prompts, completion_ids, log_extra, log_metric))
+            per_reward.append(call_reward(f, completions, columns, prompts, completion_ids, log_extra, log_metric,
+                                          group_size))
         except RewardTimeout:
             per_reward.append([None] * len(completions))
     return ScoredBatch(per_reward, weighted_totals(per_reward, weights), extras, metrics)

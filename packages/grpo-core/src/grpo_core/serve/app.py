@@ -7,8 +7,10 @@
 - ``POST /get_reward``: OpenRLHF's remote reward protocol, ``{"rewards": [...], ...}``
   (``openrlhf.py``: every value a number OpenRLHF can turn into a tensor).
 
-Scoring runs in a worker thread (``Pool``: bounded slots and queue, 429 when full);
-a bad body is a 4xx naming the problem."""
+Scoring runs in one of ``--workers`` threads; the requests waiting for one wait in the
+event loop, at most ``--queue`` of them (429 past that, or past the pool's wait), so the
+server's threads and memory stay flat however many clients connect. A bad body is a 4xx
+naming the problem."""
 
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ import json
 import math
 import time
 
+import anyio
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -89,6 +91,8 @@ class Server:
         self.started = time.time()
         self.served = 0
         self.refused = 0
+        self.waiting = 0  # requests scoring or waiting for a worker thread
+        self.limiter = anyio.CapacityLimiter(pool.workers)
 
     def authorised(self, request: Request) -> bool:
         if not self.token:
@@ -144,12 +148,32 @@ class Server:
         n = len(batch.completions)
         keep = [i for i in range(n) if i not in batch.skipped]
         if len(keep) == n:
-            out = await run_in_threadpool(self.pool.score, batch.completions, batch.prompts, batch.columns)
+            out = await self._run(batch.completions, batch.prompts, batch.columns, batch.group_size)
         else:
             out = _spread(await self._score(_part(batch, keep)) if keep else None, keep, n, self.pool.names)
         for mine, theirs in zip(batch.notes or (), out["notes"]):
             theirs.update(mine)
         return out
+
+    async def _run(self, *args) -> dict:
+        """``pool.score(*args)`` in a worker thread, once one of ``--workers`` is free; a
+        request waits for it here in the event loop, not in a thread of its own."""
+        pool = self.pool
+        if self.waiting >= pool.workers + pool.queue_size:
+            raise Busy(f"the server is full: {pool.workers} requests scoring and {pool.queue_size} waiting "
+                       f"(--workers, --queue); retry later.")
+        self.waiting += 1
+        try:
+            with anyio.move_on_after(pool.wait) as waited:  # bounds the wait, not the scoring
+                await self.limiter.acquire()
+            if waited.cancelled_caught:
+                raise Busy(f"no worker was free within {pool.wait:g}s; retry later.")
+            try:
+                return await anyio.to_thread.run_sync(pool.score, *args)
+            finally:
+                self.limiter.release()
+        finally:
+            self.waiting -= 1
 
     def _unauthorised(self) -> Response:
         self.refused += 1

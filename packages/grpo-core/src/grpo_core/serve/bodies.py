@@ -33,9 +33,10 @@ class Batch:
     columns: dict[str, list]
     notes: list[dict] | None = None  # per item, what the server read differently or refused ({"query": why})
     skipped: frozenset[int] = field(default_factory=frozenset)  # items not scored (every reward None)
+    group_size: int | list[int] | None = None  # the batch's groups, for group rewards (rewards/groups.py)
 
 
-SCORE_KEYS = {"completions", "prompts", "columns"}
+SCORE_KEYS = {"completions", "prompts", "columns", "group_size"}
 OPENRLHF_KEYS = {"query", "prompts", "labels"}
 
 
@@ -104,9 +105,28 @@ def _require(columns: dict, required: list[str]) -> None:
                          f"send them in 'columns' as lists, one value per completion.", 422)
 
 
+def _group_size(value, n: int) -> int | list[int] | None:
+    """``group_size``: completions per group (an int dividing the batch), or each group's
+    size in turn (a list adding up to it); a group reward scores each group together."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if n % value:
+            raise BadRequest(f"group_size {value} does not divide the {n} completions into whole groups.")
+        return value
+    if (isinstance(value, list) and value and len(value) <= n
+            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        if sum(value) != n:
+            raise BadRequest(f"the group sizes in 'group_size' add up to {sum(value)}, not to the {n} completions.")
+        return value
+    raise BadRequest(f"'group_size' must be a positive whole number or a list of them (each group's size in "
+                     f"turn), got {json.dumps(value)[:60]}.")
+
+
 def score_batch_of(data: dict, limits: Limits, required: list[str], ends: Ends = Ends()) -> Batch:
-    """``POST /score``: ``{"completions": [...], "prompts": [...]?, "columns": {name: [...]}?}``;
-    end-of-sequence markers at a completion's end are removed (``responses.Ends``)."""
+    """``POST /score``: ``{"completions": [...], "prompts": [...]?, "columns": {name: [...]}?,
+    "group_size": G or [sizes]?}``; end-of-sequence markers at a completion's end are removed
+    (``responses.Ends``)."""
     _unknown(data, SCORE_KEYS)
     if "completions" not in data:
         raise BadRequest("'completions' is missing: send {\"completions\": [...], \"columns\": {...}}.")
@@ -129,7 +149,7 @@ def score_batch_of(data: dict, limits: Limits, required: list[str], ends: Ends =
             raise BadRequest(f"column '{name}' has {len(values)} values for {n} completions.")
         out[name] = values
     _require(out, required)
-    return Batch(completions, prompts, out)
+    return Batch(completions, prompts, out, group_size=_group_size(data.get("group_size"), n))
 
 
 def openrlhf_batch_of(data: dict, limits: Limits, required: list[str], label_column: str,

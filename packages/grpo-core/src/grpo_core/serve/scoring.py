@@ -60,12 +60,15 @@ class Slot:
     weights: list[float]
     log: object = print
 
-    def score(self, completions: list, prompts: list | None, columns: dict[str, list]) -> dict:
-        """Each reward's scores, the weighted totals, per-item notes and what rewards logged."""
+    def score(self, completions: list, prompts: list | None, columns: dict[str, list],
+              group_size: int | list[int] | None = None) -> dict:
+        """Each reward's scores, the weighted totals, per-item notes and what rewards logged;
+        ``group_size``: the batch's groups, for group rewards."""
         # the training guard, per request (its failures named per request too): nothing to stop
         guards = [(AsyncScoringGuard if isinstance(f, AsyncReward) else ScoringGuard)(
             f, source=getattr(f, "source", ""), log=self.log, seen=set()) for f in self.funcs]
-        scored = score_batch(guards, self.weights, completions, prompts=prompts, columns=columns)
+        scored = score_batch(guards, self.weights, completions, prompts=prompts, columns=columns,
+                             group_size=group_size)
         notes: list[dict] = [{} for _ in completions]
         for g in guards:
             for i, why in enumerate(g.why[: len(completions)]):
@@ -102,7 +105,8 @@ class Pool:
         self.ranges = [getattr(f, "range", None) for f in first.funcs]  # each reward's declared (low, high)
         self._free.put(first)
 
-    def score(self, completions: list, prompts: list | None, columns: dict[str, list]) -> dict:
+    def score(self, completions: list, prompts: list | None, columns: dict[str, list],
+              group_size: int | list[int] | None = None) -> dict:
         with self._lock:
             if self._waiting >= self.queue_size + self.workers:
                 raise Busy(f"the server is full: {self.workers} requests scoring and {self.queue_size} "
@@ -114,7 +118,7 @@ class Pool:
             except queue.Empty:
                 raise Busy(f"no worker was free within {self.wait:g}s; retry later.") from None
             try:
-                return slot.score(completions, prompts, columns)
+                return slot.score(completions, prompts, columns, group_size)
             finally:
                 self._free.put(slot)
         finally:
