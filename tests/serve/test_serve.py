@@ -371,3 +371,26 @@ def test_the_response_inside_a_query():
     assert ends.trim("x<|im_end|>\n<|endoftext|>") == "x"
     assert ends.trim("a <|im_end|> b") == "a <|im_end|> b"  # only at the end
     assert ends.trim_completion([{"role": "assistant", "content": "4</s>"}]) == [{"role": "assistant", "content": "4"}]
+
+
+def test_requests_wait_for_a_worker_without_a_thread_and_a_full_server_says_429(serving, tmp_path, monkeypatch):
+    import threading
+    import time
+
+    (tmp_path / "slow2.py").write_text("import time\ndef slow2(completions, **kw):\n"
+                                       "    time.sleep(1.5)\n    return [1.0] * len(completions)\n")
+    monkeypatch.chdir(tmp_path)
+    body = json.dumps({"completions": ["a"]}).encode()
+    with serving(rewards=["slow2.py:slow2"], workers=2, queue=4) as url:
+        answers, most = [], 0
+        clients = [threading.Thread(target=lambda: answers.append(post(url, "/score", body))) for _ in range(10)]
+        for c in clients:
+            c.start()
+        while any(c.is_alive() for c in clients):
+            most = max(most, sum(t.name == "AnyIO worker thread" for t in threading.enumerate()))
+            time.sleep(0.01)
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [200] * 6 + [429] * 4  # 2 scoring, 4 waiting, the rest turned away at once
+    assert all("the server is full: 2 requests scoring and 4 waiting" in got["error"]
+               for status, got in answers if status == 429)
+    assert most <= 2  # the waiting requests hold no thread of their own

@@ -220,10 +220,11 @@ class _Caller:
                 box["value"] = func()
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 box["error"] = exc
-            done.set()
-            del func, box, done  # nothing of the call is kept while the thread waits
-            with self.lock:
+            del func
+            with self.lock:  # free before the caller hears back, so its next call finds this thread
                 self.idle.append(self)
+            done.set()
+            del box, done  # nothing of the call is kept while the thread waits
 
 
 def _in_thread(seconds: float, func: Callable[[], Any]):
