@@ -175,8 +175,8 @@ def plain(starts):
      ["Stage 'main' already finished (4 steps; max_steps 2 now); skipping."]),
     # a checkpoint named on the command line: from there, even in a finished stage (TRL's resume_from_checkpoint)
     ([Found("main", 4, 4, checkpoint=C2, step=2, given=True)], [("main", ("from", 2))],
-     ["Stage 'main' finished with 4 steps; --resume out/checkpoint-2: resuming from out/checkpoint-2 (step 2); "
-      "steps 3-4 train again."]),
+     ["Stage 'main' finished with 4 steps; the checkpoint named with --resume: resuming from out/checkpoint-2 "
+      "(step 2); steps 3-4 train again."]),
     ([Found("main", 4, 4, checkpoint=C4, step=4, given=True)], [("main", ("skip", 4))],
      [SKIP_4]),
     # two stages: the last one grows; an earlier one grows while no later one has trained

@@ -8,8 +8,9 @@ import sys
 from grpo_core.commands import SUMMARIES
 from grpo_core.config.load import load_config
 from grpo_core.config.reference import reference
-from grpo_core.run.outputs import check_writable
+from grpo_core.run.outputs import check_writable, read_progress
 from grpo_core.run.prepare import prepare
+from grpo_core.run.resume import decide
 from grpo_core.run.train import run as train
 
 EPILOG = """\
@@ -37,14 +38,16 @@ def add_parser(sub) -> None:
                    help="print every grpo setting (type, default, meaning; docs/config.md) and exit")
     p.add_argument(
         "--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
-        help="continue from the last checkpoint in output_dir (or the one given)",
+        help="continue the run in output_dir from its last checkpoint (or the one given: a path, or a name in "
+        "output_dir); a finished run with a larger --max_steps trains on",
     )
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier run in output_dir (by default it is moved aside to DIR.1, DIR.2, ...)")
     p.add_argument("--no-check", action="store_true",
                    help="skip grpo check (gold self-test and reward-hacking probes) before training")
     p.add_argument("--dry-run", action="store_true",
-                   help="check the config, rewards and dataset, print the resolved config, load no model")
+                   help="check the config, rewards and dataset (with --resume: against the checkpoint), print the "
+                   "resolved config, load no model")
     p.add_argument("--verbose", action="store_true", help="keep the libraries' progress bars")
     p.add_argument("--strict", action="store_true", help=STRICT_HELP)
     p.set_defaults(func=run, accepts_extra=True)
@@ -66,7 +69,7 @@ def run(args) -> int:
     cfg = load_config(args.config, args.extra, strict=args.strict)
     print_notes(cfg)
     if args.dry_run:
-        return _dry_run(cfg, check=not args.no_check, verbose=args.verbose)
+        return _dry_run(cfg, check=not args.no_check, verbose=args.verbose, resume=args.resume)
 
     try:
         result = train(cfg, resume=args.resume, overwrite=args.overwrite, check=not args.no_check,
@@ -95,9 +98,13 @@ def print_notes(cfg) -> None:
             print(f"note: {note}", file=sys.stderr)
 
 
-def _dry_run(cfg, check: bool = True, verbose: bool = False) -> int:
+def _dry_run(cfg, check: bool = True, verbose: bool = False, resume: bool | str = False) -> int:
     p = prepare(cfg, check=check, verbose=verbose)
     check_writable(p.root, keep=False)
+    resume = resume or p.plans[0].args.resume_from_checkpoint or False
+    if resume:  # what --resume would do, or its refusal, as training would say it
+        for start in decide(cfg, p.plans, read_progress(p.root), resume, p.train_ds):
+            print("\n".join(start.lines) or f"Stage {start.name!r} would start from the beginning.")
     print(f"config OK: device {p.device}, dataset '{cfg.dataset.name}' ({len(p.train_ds)} rows"
           + (f", eval {len(p.eval_ds)}" if p.eval_ds is not None else "") + ")")
     env = cfg.environment

@@ -225,24 +225,30 @@ def _extend(f: Found, later: str | None) -> Start:
     what = f"--resume {f.checkpoint}" if f.given else f"max_steps {f.max_steps}"
     if later is not None:
         raise ConfigError(
-            f"Stage {f.name!r} finished with {f.finished} steps and stage {later!r} has trained on from its weights "
-            f"since, so it cannot train again ({what}). Keep its max_steps at {f.finished} (--max_steps on the "
+            f"Stage {f.name!r} finished with {_steps(f.finished)} and stage {later!r} has trained on from its "
+            f"weights since, so it cannot train again ({what}). Keep its max_steps at {f.finished} (--max_steps on the "
             f"command line sets every stage: set the last stage's in the config instead), or start a new run.")
     if f.checkpoint is None:
         raise ConfigError(
-            f"Stage {f.name!r} finished with {f.finished} steps and left no checkpoint to continue from "
+            f"Stage {f.name!r} finished with {_steps(f.finished)} and left no checkpoint to continue from "
             f"(save_strategy: no), so it cannot train to {what}. Start a new run (without --resume); with "
             f"save_strategy: steps (the default) a finished run can be extended.")
-    again = (f"; steps {f.step + 1}-{f.finished} train again" if f.step < f.finished else "")
+    why = "the checkpoint named with --resume" if f.given else f"max_steps {f.max_steps}"
+    again = ("" if f.step >= f.finished else f"; step {f.finished} trains again" if f.step + 1 == f.finished
+             else f"; steps {f.step + 1}-{f.finished} train again")
     return Start(f.name, checkpoint=f.checkpoint, step=f.step,
-                 lines=[f"Stage {f.name!r} finished with {f.finished} steps; {what}: resuming from "
-                        f"{f.checkpoint} (step {f.step}){again}."])
+                 lines=[f"Stage {f.name!r} finished with {_steps(f.finished)}; {why}: resuming from {f.checkpoint} "
+                        f"(step {f.step}){again}."])
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
 
 
 def _skipping(f: Found) -> str:
     if f.max_steps > 0 and f.max_steps < f.finished:
-        return f"Stage {f.name!r} already finished ({f.finished} steps; max_steps {f.max_steps} now); skipping."
-    return (f"Stage {f.name!r} already finished ({f.finished} steps); skipping. To train it longer, raise max_steps "
+        return f"Stage {f.name!r} already finished ({_steps(f.finished)}; max_steps {f.max_steps} now); skipping."
+    return (f"Stage {f.name!r} already finished ({_steps(f.finished)}); skipping. To train it longer, raise max_steps "
             f"(--resume --max_steps N).")
 
 
