@@ -17,8 +17,9 @@ from one minute to the next) and the median over the rounds is reported.
 
 Prints completions/s, p50/p99 latency per request and the ratio of each level's
 throughput to in-process, by the clock and by CPU time (the server's and the clients'
-CPU seconds against the in-process loop's: on a machine other work keeps busy, more
-threads get more of the CPUs, and the clock flatters the server), whether every request
+CPU seconds, and the server's alone, against the in-process loop's: on a machine other
+work keeps busy, more threads get more of the CPUs, and the clock flatters the server;
+the clients are this process's threads, a trainer's would run elsewhere), whether every request
 was answered 200 with the in-process scores, and the server's RSS after each level (flat:
 no growth with the number of requests).
 """
@@ -79,7 +80,8 @@ def in_process(work: list[dict], requests: int, seconds: float) -> tuple[dict, l
             break
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {"level": "in process", "requests": len(latencies), "ok": len(latencies), "items_s": items / wall,
-            "items_cpu_s": items / cpu, "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}, totals
+            "items_cpu_s": items / cpu, "items_server_cpu_s": items / cpu, "p50": percentile(latencies, 0.5),
+            "p99": percentile(latencies, 0.99)}, totals
 
 
 def start_server(port: int, workers: int, queue: int) -> subprocess.Popen:
@@ -119,7 +121,8 @@ def clients(port: int, work: list[dict], expected: list, concurrency: int, reque
     bodies = [json.dumps(b).encode() for b in work]
     lock, state = threading.Lock(), {"next": 0, "ok": 0, "wrong": 0, "failed": 0, "items": 0}
     latencies: list[float] = []
-    started, cpu = time.perf_counter(), time.process_time() + (cpu_seconds(server_pid) if server_pid else 0.0)
+    server_cpu = cpu_seconds(server_pid) if server_pid else 0.0
+    started, cpu = time.perf_counter(), time.process_time() + server_cpu
 
     def client():
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -157,10 +160,12 @@ def clients(port: int, work: list[dict], expected: list, concurrency: int, reque
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    server_cpu = (cpu_seconds(server_pid) if server_pid else 0.0) - server_cpu
     cpu = time.process_time() + (cpu_seconds(server_pid) if server_pid else 0.0) - cpu
     return {"level": f"{concurrency} client{'s' if concurrency > 1 else ''}", "requests": len(latencies),
             "ok": state["ok"], "wrong": state["wrong"], "failed": state["failed"], "items_s": state["items"] / wall,
-            "items_cpu_s": state["items"] / cpu, "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}
+            "items_cpu_s": state["items"] / cpu, "items_server_cpu_s": state["items"] / max(server_cpu, 1e-9),
+            "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)}
 
 
 LEVELS = (1, 8, 64)
@@ -207,14 +212,14 @@ def report(args, rounds: list[list[dict]], memory: list, code: int) -> None:
           f"rewards {' + '.join(SPECS)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
           f"medians of {len(rounds)} rounds")
     print(f"{'':>12}  {'requests':>8}  {'answered ok':>11}  {'completions/s':>13}  {'p50 ms':>8}  {'p99 ms':>8}  "
-          f"{'vs in process':>13}  {'by CPU time':>11}")
+          f"{'vs in process':>13}  {'CPU: all':>8}  {'server':>6}")
     for i, level in enumerate(r["level"] for r in rounds[0]):
         rows = [rs[i] for rs in rounds]
-        clock = median([rs[i]["items_s"] / rs[0]["items_s"] for rs in rounds])
-        cpu = median([rs[i]["items_cpu_s"] / rs[0]["items_cpu_s"] for rs in rounds])
+        clock, cpu, server = (median([rs[i][key] / rs[0][key] for rs in rounds])
+                              for key in ("items_s", "items_cpu_s", "items_server_cpu_s"))
         print(f"{level:>12}  {sum(r['requests'] for r in rows):>8}  {sum(r['ok'] for r in rows):>11}  "
               f"{median([r['items_s'] for r in rows]):>13.0f}  {median([r['p50'] for r in rows]) * 1e3:>8.1f}  "
-              f"{median([r['p99'] for r in rows]) * 1e3:>8.1f}  {clock:>12.2f}x  {cpu:>10.2f}x")
+              f"{median([r['p99'] for r in rows]) * 1e3:>8.1f}  {clock:>12.2f}x  {cpu:>7.2f}x  {server:>5.2f}x")
     print("by round, vs in process (clock / CPU): " + "; ".join(
         ", ".join(f"{r['items_s'] / rs[0]['items_s']:.2f}/{r['items_cpu_s'] / rs[0]['items_cpu_s']:.2f}"
                   for r in rs[1:]) for rs in rounds))
