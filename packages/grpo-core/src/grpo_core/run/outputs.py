@@ -102,10 +102,13 @@ def checkpoint_step(checkpoint: Path) -> int:
 
 def read_jsonl(path: Path) -> list[dict]:
     """The records of a JSONL file (``metrics.jsonl``); a half-written last line is skipped."""
-    if not path.is_file():
-        return []
+    return jsonl_records(path.read_bytes().splitlines()) if path.is_file() else []
+
+
+def jsonl_records(lines) -> list[dict]:
+    """The JSON objects among ``lines`` (text or bytes); a line that is not one is skipped."""
     out = []
-    for line in path.read_text().splitlines():
+    for line in lines:
         try:
             record = json.loads(line)
         except json.JSONDecodeError:

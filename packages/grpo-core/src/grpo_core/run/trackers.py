@@ -23,7 +23,6 @@ small file per logged step, so the cost does not grow with the run.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_core.run.heldout import METRIC
-from grpo_core.run.outputs import HEALTH
+from grpo_core.run.outputs import HEALTH, jsonl_records
 from grpo_core.trainer import rollout_log
 
 TABLE_GROUPS = 2  # whole groups per logged step in the rollouts table
@@ -241,15 +240,7 @@ class TrackerCallback(TrainerCallback):
             data = f.read()
         whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next call
         self._health_at += len(whole)
-        out = []
-        for line in whole.splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(event, dict):
-                out.append(event)
-        return out
+        return jsonl_records(whole.splitlines())
 
     def new_tables(self, upto: int) -> list[tuple]:
         """A table for each logged step in (last sent, ``upto``]."""
