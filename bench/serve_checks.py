@@ -151,6 +151,19 @@ def successive(n: int) -> None:
             time.sleep(0.2)  # a checker pool that died with the request is gone by now
             counts.append(len(server.seen))
             wrong += status != 200 or got["total"] != total
+        # a check stuck in sympy (a power tower against an expression gold) costs its own limit
+        # (math.correctness: 5 s) and its worker, replaced from the warm forkserver; the next
+        # request with a new check is as quick as before
+        t = time.perf_counter()
+        status, got = server.post("/score", {"completions": [r"\boxed{9^{9^{9^{9}}}}"], "columns": {"answer": [r"\sqrt{4}"]}})
+        stuck = time.perf_counter() - t
+        timeouts = got.get("metrics", {}).get("math.correctness/timeouts", [0.0])
+        before = len(server.seen)
+        (c, g), = new_checks(9000, 1)
+        t = time.perf_counter()
+        status2, got2 = server.post("/score", {"completions": [c], "columns": {"answer": [g]}})
+        after_stuck = time.perf_counter() - t
+        time.sleep(0.2)
     finally:
         server.close()
     print(f"{n} successive requests, each with a new check (cold server):")
@@ -160,6 +173,9 @@ def successive(n: int) -> None:
     print(f"  processes the server had started: {', '.join(map(str, counts))} -> {counts[-1] - counts[0]} new after "
           f"the first request; answers that differ from in process: {wrong} (right answers: "
           f"{sum(t == [3.0] for t in expected)} of {n})")
+    print(f"  a stuck check: {stuck:.1f} s (math.correctness's limit: 5 s), total {got['total']}, time-outs "
+          f"{timeouts}; the next request with a new check: {after_stuck * 1e3:.0f} ms, total {got2['total']}, "
+          f"{len(server.seen) - before} process started (the killed checker's replacement)")
 
 
 def busy(threads: int, requests: int, burners: int) -> None:
