@@ -371,6 +371,9 @@ def test_the_response_inside_a_query():
     assert ends.trim("x<|im_end|>\n<|endoftext|>") == "x"
     assert ends.trim("a <|im_end|> b") == "a <|im_end|> b"  # only at the end
     assert ends.trim_completion([{"role": "assistant", "content": "4</s>"}]) == [{"role": "assistant", "content": "4"}]
+    # a tokenizer's end and padding text counts when it reads as a special token
+    tok = type("Tok", (), {"eos_token": "<|my_end|>", "pad_token": "!"})()
+    assert Ends.of(tokenizer=tok).trim("Yes!<|my_end|>") == "Yes!"
 
 
 def test_requests_wait_for_a_worker_without_a_thread_and_a_full_server_says_429(serving, tmp_path, monkeypatch):

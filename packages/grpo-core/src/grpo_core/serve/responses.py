@@ -36,10 +36,13 @@ class Ends:
 
     @classmethod
     def of(cls, extra=(), tokenizer=None) -> Ends:
-        """The defaults, a tokenizer's end-of-sequence and padding text, and ``extra``."""
+        """The defaults, a tokenizer's end-of-sequence and padding text, and ``extra``. A
+        tokenizer's token counts only when it reads as a special token (``</s>``, ``[SEP]``):
+        one whose padding is ``!`` must not cut an answer's exclamation mark."""
         found = list(DEFAULT_ENDS)
         if tokenizer is not None:
-            found += [getattr(tokenizer, a, None) for a in ("eos_token", "pad_token")]
+            found += [t for t in (getattr(tokenizer, a, None) for a in ("eos_token", "pad_token"))
+                      if isinstance(t, str) and len(t) >= 3 and t[0] in "<[" and t[-1] in ">]"]
         found += list(extra)
         markers = {m for m in found if isinstance(m, str) and m.strip()}
         return cls(tuple(sorted(markers, key=len, reverse=True)))
