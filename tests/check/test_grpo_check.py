@@ -254,3 +254,17 @@ def test_a_correctness_reward_is_judged_on_the_golds_it_did_not_fail_on():
     (gold,) = gold_self_test([reward], rows, "Answer: {answer}", [guard])
     assert (gold.share, gold.ok, gold.short) == (1.0, True, [])
     assert (guard.failed, guard.items, guard.ok) == (3, 6, False)
+
+
+def test_json_on_stdout_is_the_report_alone_with_ok_per_stage(tmp_path, capsys, no_model):
+    """`--json -` for a CI gate: the JSON alone on stdout (what grpo check says goes to
+    stderr), each stage with `ok`; the exit code says the same."""
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    assert main(["check", str(write_config(tmp_path, rows, ["math.correctness"])), "--json", "-"]) == 0
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert [stage["ok"] for stage in report] == [True] and "check: ok" in out.err
+    rows[1]["gold"] = "B) 9"  # a gold math.correctness cannot read: the check fails
+    assert main(["check", str(write_config(tmp_path, rows, ["math.correctness"])), "--json", "-"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report[0]["ok"] is False and report[0]["gold_self_test"][0]["ok"] is False

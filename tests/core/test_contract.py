@@ -211,3 +211,64 @@ def test_the_example_plugins_own_tests_pass_as_its_author_runs_them(grpo_plugins
                          timeout=120)
     assert out.returncode == 0, out.stdout[-3000:]
     assert "10 passed" in out.stdout  # 9 contract checks and the value test
+
+
+# ---------------------------------------------------------------- grpo rewards check as a CI gate
+
+
+def sized(completions, n: int = 3, **kwargs):
+    if n < 0:
+        raise ValueError(f"n must be at least 0, got {n}")
+    return [float(min(len(str(c)), n)) for c in completions]
+
+
+@pytest.fixture
+def checked(register_plugin):
+    import types
+
+    from grpo_core import hookimpl
+
+    mod = types.ModuleType("gate_plugin")
+    mod.register_rewards = hookimpl(lambda register: (register("gate.good", good),
+                                                      register("gate.short", wrong_length),
+                                                      register("gate.sized", sized)))
+    register_plugin(mod, name="gate_plugin")
+
+
+@pytest.mark.parametrize("argv, code, ok, passed, failed", [
+    (["gate.good"], 0, True, 9, 0),
+    (["gate.short"], 1, False, 3, 6),  # named, empty batch and picklable (one completion) pass
+    (["gate.sized", "--n", "-1"], 1, False, 1, 8),  # a value it rejects when called: only "has a name" passes
+])
+def test_rewards_check_json_report_and_exit_code(checked, tmp_path, capsys, argv, code, ok, passed, failed):
+    import json
+
+    from grpo_core.cli import main
+
+    path = tmp_path / "reports" / "contract.json"  # its folder is made
+    assert main(["rewards", "check", *argv, "--json", str(path)]) == code
+    report = json.loads(path.read_text())
+    assert (report["ok"], report["exit_code"], report["passed"], report["failed"]) == (ok, code, passed, failed)
+    assert len(report["checks"]) == 9 and report["error"] is None
+    assert capsys.readouterr().out.splitlines()[-1] == f"{passed} passed, {failed} failed"
+    # --json -: the JSON alone on stdout, the table on stderr
+    assert main(["rewards", "check", *argv, "--json", "-"]) == code
+    out = capsys.readouterr()
+    assert json.loads(out.out) == report and f"{passed} passed, {failed} failed" in out.err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gate.nope"], "unknown reward 'gate.nope'. Closest registered: gate.good"),
+    (["gate.sized", "--size", "3"], "reward 'gate.sized' has no parameter 'size'; its parameters are: n=3."),
+    (["gate.sized", "--n", "many"], "reward 'gate.sized' parameter 'n' expects int, got str 'many'"),
+])
+def test_rewards_check_exits_2_on_bad_input_with_the_reason_in_the_report(checked, capsys, argv, message):
+    import json
+
+    from grpo_core.cli import main
+
+    assert main(["rewards", "check", *argv, "--json", "-"]) == 2
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert (report["ok"], report["exit_code"], report["checks"]) == (False, 2, [])
+    assert message in report["error"] and f"Error: reward '{argv[0]}' cannot be checked: " in out.err

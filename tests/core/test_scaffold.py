@@ -74,8 +74,9 @@ def test_a_namespace_an_installed_plugin_uses_is_refused(tmp_path, monkeypatch):
 
 def test_the_package_has_the_entry_point_a_formula_and_contract_tests():
     files = render(plugin_names("my-rewards"))
-    assert sorted(files) == ["README.md", "pyproject.toml", "src/grpo_my_rewards/__init__.py",
-                             "tests/test_contract.py", "train.yaml"]
+    assert sorted(files) == [".github/workflows/grpo.yml", "README.md", "check.yaml", "data/sample.jsonl",
+                             "pyproject.toml", "src/grpo_my_rewards/__init__.py", "tests/test_contract.py",
+                             "train.yaml"]
     pyproject = files["pyproject.toml"]
     assert '\nname = "grpo-my-rewards"\n' in pyproject
     assert '\n[project.entry-points.grpo]\nmy_rewards = "grpo_my_rewards"\n' in pyproject
@@ -147,6 +148,10 @@ def test_a_scaffolded_plugin_installs_next_to_a_plain_grpo_core_and_passes_tests
     check = _run(python, "-m", "grpo_core", "rewards", "check", "my_rewards.concise", "--max_words", "40",
                  cwd=pkg)
     assert check.stdout.splitlines()[-1] == "9 passed, 0 failed"
+    # its CI's other gates: its sample rows pass grpo check; it type-checks against the installed
+    # grpo-core (whose py.typed came with it)
+    assert _run(python, "-m", "grpo_core", "check", "check.yaml", cwd=pkg).stdout.splitlines()[-1] == "check: ok"
+    assert "Success: no issues found in 2 source files" in _run(python, "-m", "mypy", cwd=pkg).stdout
     listed = json.loads(_run(python, "-m", "grpo_core", "rewards", "list", "--json", cwd=pkg).stdout)
     assert {"name": "my_rewards.concise", "distribution": "grpo-my-rewards"}.items() <= next(
         r for r in listed if r["name"] == "my_rewards.concise").items()
@@ -178,3 +183,80 @@ def test_every_command_the_package_tells_its_author_to_run_exists(capsys):
             main([*words, "--help"])
         assert exited.value.code == 0, words
     capsys.readouterr()
+
+
+# ---------------------------------------------------------------- the package's CI
+
+
+def _workflow_commands(files: dict[str, str]) -> list[str]:
+    """The shell lines the workflow runs after installing: what gates the package."""
+    import yaml
+
+    workflow = yaml.safe_load(files[".github/workflows/grpo.yml"])
+    steps = workflow["jobs"]["check"]["steps"]
+    lines = [line for step in steps if "run" in step for line in step["run"].splitlines() if line.strip()]
+    return [line for line in lines if "pip install" not in line]
+
+
+def test_the_workflow_is_valid_yaml_that_installs_the_package_and_names_the_gates():
+    import yaml
+
+    files = render(plugin_names("my-rewards"))
+    workflow = yaml.safe_load(files[".github/workflows/grpo.yml"])
+    assert set(workflow[True]) == {"push", "pull_request"}  # YAML 1.1 reads the key `on` as True
+    steps = workflow["jobs"]["check"]["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@") and steps[1]["uses"].startswith("actions/setup-python@")
+    install = steps[2]["run"]
+    assert "--index-url https://download.pytorch.org/whl/cpu" in install  # never a CUDA torch
+    assert "${{ vars.GRPO_CORE || 'grpo-core>=0.1' }}" in install and 'pip install -e ".[test]"' in install
+    assert _workflow_commands(files) == [
+        "python -m pytest", "python -m mypy",
+        "grpo rewards check my_rewards.concise --json reports/contract-my_rewards.concise.json",
+        "grpo check check.yaml --json reports/check.json"]
+    assert steps[-1]["if"] == "always()" and steps[-1]["with"]["path"] == "reports/"
+
+
+def _gate(pkg: Path, site: Path, line: str) -> subprocess.CompletedProcess:
+    """One workflow line run as CI would, against the package on PYTHONPATH (an entry point
+    declared in ``site``), grpo as ``python -m grpo_core``."""
+    argv = line.split()
+    argv = [sys.executable, "-m", "grpo_core", *argv[1:]] if argv[0] == "grpo" else [sys.executable, *argv[1:]]
+    if argv[2] == "pytest":
+        argv += ["-q", "-p", "no:cacheprovider"]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env.update(PYTHONPATH=f"{site}{os.pathsep}{pkg / 'src'}", GRPO_PLUGINS="grpo-ci-demo", HF_HUB_OFFLINE="1",
+               HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    return subprocess.run(argv, cwd=pkg, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.timeout(600)
+def test_the_workflows_gates_pass_the_package_and_fail_a_planted_bug(tmp_path):
+    from .fakedist import make_dist
+
+    names, pkg, _ = create("ci-demo", tmp_path / "grpo-ci-demo")
+    site = tmp_path / "site"
+    make_dist(site, names.distribution, {names.namespace: names.package}, {})
+    lines = _workflow_commands(render(names))
+    for line in lines:
+        out = _gate(pkg, site, line)
+        assert out.returncode == 0, f"{line}: {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+    contract = json.loads((pkg / "reports" / "contract-ci_demo.concise.json").read_text())
+    assert (contract["ok"], contract["exit_code"], contract["passed"], contract["failed"]) == (True, 0, 9, 0)
+    check = json.loads((pkg / "reports" / "check.json").read_text())
+    assert [stage["ok"] for stage in check] == [True] and check[0]["gold_self_test"][0]["reward"] == "ci_demo.concise"
+
+    # the planted bug: one score short on every batch of more than one completion
+    module = pkg / "src" / names.package / "__init__.py"
+    good = "    return [min(1.0, max(0.0, 2.0 - len(c.split()) / max_words)) for c in completions]"
+    assert good in module.read_text()
+    module.write_text(module.read_text().replace(good, good + "[: max(1, len(completions) - 1)]"))
+    codes = {line.split()[2] if line.startswith("python") else " ".join(line.split()[:2]): _gate(pkg, site, line)
+             for line in lines}
+    assert {k: v.returncode for k, v in codes.items()} == {
+        "pytest": 1, "mypy": 0, "grpo rewards": 1, "grpo check": 1}, {k: v.stdout[-800:] for k, v in codes.items()}
+    contract = json.loads((pkg / "reports" / "contract-ci_demo.concise.json").read_text())
+    assert contract["ok"] is False and contract["exit_code"] == 1
+    assert {c["check"]: c["message"] for c in contract["checks"] if not c["ok"]}["plain completions"] == (
+        "returned 1 values for 2 completions")
+    check = json.loads((pkg / "reports" / "check.json").read_text())
+    assert check[0]["ok"] is False and check[0]["reward_errors"][0]["reward"] == "ci_demo.concise"

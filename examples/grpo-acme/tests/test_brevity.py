@@ -7,5 +7,5 @@ class TestBrevityContract(RewardContract):
     plugin = grpo_acme
 
 
-def test_brevity_values():
+def test_brevity_values() -> None:
     assert grpo_acme.brevity(["", "x" * 100, "x" * 300], max_chars=200) == [1.0, 0.5, 0.0]

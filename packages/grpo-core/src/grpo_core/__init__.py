@@ -6,6 +6,8 @@ command or function needs them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from grpo_core.base.errors import (
     DuplicateNameError,
     GrpoError,
@@ -66,11 +68,14 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """``list_environments`` and ``get_environment``, imported when first used (the
-    environments module costs a listing command's start-up otherwise)."""
-    if name in ("list_environments", "get_environment"):
-        from grpo_core.rewards import environments
+if TYPE_CHECKING:  # type checkers see them as imported; a misspelt name is an error to them
+    from grpo_core.rewards.environments import get_environment, list_environments
+else:
+    def __getattr__(name: str):
+        """``list_environments`` and ``get_environment``, imported when first used (the
+        environments module costs a listing command's start-up otherwise)."""
+        if name in ("list_environments", "get_environment"):
+            from grpo_core.rewards import environments
 
-        return getattr(environments, name)
-    raise AttributeError(f"module 'grpo_core' has no attribute {name!r}")
+            return getattr(environments, name)
+        raise AttributeError(f"module 'grpo_core' has no attribute {name!r}")

@@ -2,10 +2,14 @@
 
 import sys
 from functools import partial
+from typing import TYPE_CHECKING
 
 from grpo_core.base import errors as _module
 
-# A thread that imported this name while another was running this file holds this module
-# object, not the one below: its names resolve there all the same (PEP 562).
-__getattr__ = partial(getattr, _module)
+if TYPE_CHECKING:  # what type checkers and editors read: the swap below is invisible to them
+    from grpo_core.base.errors import *  # noqa: F403
+else:
+    # A thread that imported this name while another was running this file holds this module
+    # object, not the one below: its names resolve there all the same (PEP 562).
+    __getattr__ = partial(getattr, _module)
 sys.modules[__name__] = _module

@@ -4,7 +4,9 @@
 the module ``grpo_my_rewards`` and the reward namespace ``my_rewards.``. The
 package is what ``docs/writing-plugins.md`` builds by hand: the ``grpo`` entry
 point, one reward whose docstring gives its formula, tests that subclass
-``RewardContract``, a short training config and a README.
+``RewardContract``, a short training config, sample rows with a ``grpo check``
+config, a GitHub Actions workflow that gates on all of it, and a README. Its code
+type-checks under ``mypy --strict`` (``[tool.mypy]`` in its pyproject).
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ requires-python = ">=3.10"
 dependencies = ["grpo-core>=$core"]
 
 [project.optional-dependencies]
-test = ["pytest>=8"]
+test = ["pytest>=8", "mypy>=1.10"]
 
 # This entry point makes the package a grpo plugin: its name is the plugin's,
 # its value the module with the hook implementations.
@@ -121,6 +123,17 @@ where = ["src"]
 
 [tool.pytest.ini_options]
 testpaths = ["tests"]
+
+[tool.mypy]
+strict = true
+files = ["src", "tests"]
+mypy_path = "src"
+
+# the training stack is type-checked by its own authors: not followed here (seconds, not
+# minutes, when grpo_core.testing is imported)
+[[tool.mypy.overrides]]
+module = ["torch.*", "transformers.*", "trl.*", "datasets.*", "tokenizers.*", "peft.*", "accelerate.*"]
+follow_imports = "skip"
 """
 
 MODULE = '''\
@@ -128,11 +141,14 @@ MODULE = '''\
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from grpo_core import hookimpl, text_reward
 
 
 @text_reward
-def concise(completions: list[str], max_words: int = 100, **kwargs) -> list[float]:
+def concise(completions: list[str], max_words: int = 100, **kwargs: Any) -> list[float]:
     """Full marks up to max_words words, then less: min(1, max(0, 2 - words / max_words)).
 
     1.0 at or under ``max_words`` words, 0.5 at 1.5 x ``max_words``, 0.0 at twice it
@@ -145,7 +161,7 @@ def concise(completions: list[str], max_words: int = 100, **kwargs) -> list[floa
 
 
 @hookimpl
-def register_rewards(register):
+def register_rewards(register: Callable[..., None]) -> None:
     register("$ns.concise", concise)
 '''
 
@@ -162,13 +178,13 @@ class TestConciseContract(RewardContract):
     plugin = $package  # registered here when the installed plugin is not loaded
 
 
-def test_concise_values():
+def test_concise_values() -> None:
     # 10 words allowed: full marks up to 10, half at 15, nothing from 20 on
     completions = ["word " * n for n in (0, 10, 15, 20, 30)]
     assert $package.concise(completions, max_words=10) == [1.0, 1.0, 0.5, 0.0, 0.0]
 
 
-def test_concise_reads_conversational_completions():
+def test_concise_reads_conversational_completions() -> None:
     completion = [{"role": "assistant", "content": "word " * 15}]
     assert $package.concise([completion], max_words=10) == [0.5]
 '''
@@ -222,8 +238,10 @@ rewards are found by name: `grpo rewards list`, `compose_rewards(["$ns.concise:0
 ```
 pip install -e ".[test]"            # next to an installed grpo-core
 python -m pytest                    # the reward contract suite and your own tests
+python -m mypy                      # strict type check (grpo-core ships its types)
 grpo rewards show $ns.concise
 grpo rewards check $ns.concise --max_words 40
+grpo check check.yaml               # the rewards on data/sample.jsonl: gold full marks, no hacks paid
 grpo train train.yaml               # needs grpo-datasets and grpo-rewards-math too
 ```
 
@@ -234,6 +252,18 @@ for it in `tests/`. Keyword parameters with defaults are reward parameters;
 keyword parameters without defaults (`answer`) are dataset columns the reward needs.
 The other hooks (`register_datasets`, `register_system_prompts`, `register_probes`)
 are described in grpo's guide, `docs/writing-plugins.md`.
+
+## CI
+
+`.github/workflows/grpo.yml` runs on every push and pull request: it installs this
+package next to grpo-core (CPU torch), runs the tests above, `mypy`, and two gates
+whose exit codes are documented: `grpo rewards check NAME` (0: the reward meets the
+contract; 1: a contract check failed; 2: bad input, e.g. an unknown reward) and
+`grpo check check.yaml` (0: every reward passes on `data/sample.jsonl`; 1: a check
+failed; 2: a bad config). Their JSON reports (`--json FILE`) are kept as the run's
+artifact. Add a `grpo rewards check` line per reward you add, and replace the sample
+rows with rows of your task. Until grpo-core is on PyPI, set the repository variable
+`GRPO_CORE` to what pip installs it from (the workflow says how).
 
 ## Publish
 
@@ -248,10 +278,88 @@ dependency on it there: share the wheel instead, installed next to a grpo-core
 from a clone of grpo or from its wheels.
 """
 
+CHECK = """\
+# grpo check on this plugin's sample rows, no model, in seconds: does each reward give
+# the gold answer, written as the prompt asks, full marks, and pay nothing for hacks
+# (hedges, copied questions, empty answers, ...)? Replace data/sample.jsonl with rows of
+# your task (a problem and its solution) and list the rewards you train next to.
+#
+#   grpo check check.yaml --json report.json   # exit 0: pass; 1: a check failed; 2: bad config
+
+model:
+  id: unused                   # grpo check loads no model
+dataset:
+  name: openr1                 # grpo-core's own loader: a local JSONL file, no other plugin needed
+  params: {dataset_name: data/sample.jsonl, prompt_column: problem}
+  system_prompt: plain         # "... final answer on its own line as 'Answer: <answer>'"
+rewards:
+  - $ns.concise
+"""
+
+SAMPLE = "".join(f'{{"problem": "{q}", "solution": "{a}"}}\n' for q, a in [
+    ("What is 7 + 5?", "12"), ("What is 9 * 3?", "27"), ("What is 40 - 17?", "23"), ("What is 56 / 8?", "7"),
+    ("A box holds 6 eggs. How many eggs are in 4 boxes?", "24"),
+    ("Tom has 15 marbles and gives away 6. How many does he keep?", "9"),
+    ("A train travels 60 km each hour. How far does it go in 3 hours?", "180"),
+    ("Sara reads 12 pages a day. How many pages does she read in a week?", "84"),
+])
+
+WORKFLOW = """\
+# CI for $dist: install it next to grpo-core, run its tests (the reward contract
+# suite) and mypy, and gate on grpo's own checks of its rewards:
+#   grpo rewards check NAME   exit 0: meets the reward contract; 1: a check failed; 2: bad input
+#   grpo check check.yaml     exit 0: the rewards pass on the sample rows; 1: a check failed; 2: bad config
+# Both write a JSON report (--json FILE), kept as the run's artifact.
+#
+# grpo-core is installed from PyPI once it is published there. Until then, set the
+# repository variable GRPO_CORE (Settings > Secrets and variables > Actions > Variables)
+# to what pip installs it from, e.g.
+#   grpo-core @ git+https://github.com/OWNER/grpo@main#subdirectory=packages/grpo-core
+name: grpo plugin CI
+
+on:
+  push:
+  pull_request:
+
+jobs:
+  check:
+    runs-on: ubuntu-latest
+    env:
+      HF_HUB_OFFLINE: "1"        # nothing here needs the Hub
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Install grpo-core (CPU torch) and this plugin
+        run: |
+          python -m pip install --upgrade pip
+          python -m pip install torch --index-url https://download.pytorch.org/whl/cpu
+          python -m pip install "$${{ vars.GRPO_CORE || 'grpo-core>=$core' }}"
+          python -m pip install -e ".[test]"
+      - name: Tests and the reward contract suite
+        run: python -m pytest
+      - name: Type check
+        run: python -m mypy
+      - name: The reward contract, from the command line
+        run: grpo rewards check $ns.concise --json reports/contract-$ns.concise.json
+      - name: grpo check on the sample rows (gold self-test, reward-hacking probes)
+        run: grpo check check.yaml --json reports/check.json
+      - name: Keep the reports
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: grpo-reports
+          path: reports/
+"""
+
 TEMPLATES = {
     "pyproject.toml": PYPROJECT,
     "README.md": README,
     "train.yaml": TRAIN,
+    "check.yaml": CHECK,
+    "data/sample.jsonl": SAMPLE,
     "src/$package/__init__.py": MODULE,
     "tests/test_contract.py": TESTS,
+    ".github/workflows/grpo.yml": WORKFLOW,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from grpo_core.base.flags import flag_value, flag_values
@@ -80,6 +81,16 @@ def number_arg(rng: Range, whole: bool = True):
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+def write_json(path: str, data: Any) -> None:
+    """A ``--json FILE`` report: ``-`` prints it, else it is written (folders made)."""
+    if path == "-":
+        print_json(data)
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def print_entries(entries: list, as_json: bool, empty_message: str) -> int:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import inspect
 import sys
 
+from grpo_core.base.errors import GrpoError
 from grpo_core.base.params import split_signature
-from grpo_core.commands import SUMMARIES, parse_key_values, print_entries
+from grpo_core.commands import SUMMARIES, parse_key_values, print_entries, write_json
 from grpo_core.plugin import registry
-from grpo_core.rewards.reward import list_rewards
+from grpo_core.rewards.reward import list_rewards, resolve
 
 
 def add_parser(sub) -> None:
@@ -24,8 +25,13 @@ def add_parser(sub) -> None:
         "check",
         help="run the reward contract suite (length, floats or None, hostile text); "
         "parameters as --key value",
+        description="The reward contract suite on one reward. Exit codes, for CI: 0 the reward meets the "
+        "contract; 1 a contract check failed; 2 bad input (an unknown reward, a parameter it does not take "
+        "or of the wrong type).",
     )
     check.add_argument("name")
+    check.add_argument("--json", default=None, metavar="FILE",
+                       help="also write the report as JSON (- for stdout instead of the table)")
     check.set_defaults(func=run_check, accepts_extra=True)
 
 
@@ -57,20 +63,39 @@ def run_show(args) -> int:
     for line in params:
         print(f"  {line}")
     print("Required dataset columns: " + (", ".join(columns) or "none"))
+    if entry.extra.get("group"):
+        print("A group reward: called once per group of one prompt's completions, each scored against its group.")
     return 0
 
 
 def run_check(args) -> int:
     # the contract suite runs rewards concurrently (asyncio, a thread pool): loaded for this
     # action only, not for `grpo rewards list`
-    from grpo_core.authoring.contract import check_reward
+    from grpo_core.authoring.contract import CheckResult, check_reward
 
     params = parse_key_values(args.extra, "grpo rewards check")
-    results = check_reward(args.name, params)
-    for r in results:
-        print(r)
+    try:  # bad input (exit 2): an unknown name, a parameter it does not take or of the wrong type
+        reward = resolve(args.name).bind(params)
+    except GrpoError as exc:
+        results = [CheckResult("resolves", False, str(exc))]
+    else:  # what calling it does is the contract's to judge (exit 1)
+        results = check_reward(reward)
+    unresolved = results[0] if results and results[0].name == "resolves" else None
     failed = [r for r in results if not r.ok]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    code = 2 if unresolved else 1 if failed else 0
+    if args.json:
+        write_json(args.json, {
+            "reward": args.name, "params": params, "ok": code == 0, "exit_code": code,
+            "error": unresolved.message if unresolved else None,
+            "passed": 0 if unresolved else len(results) - len(failed), "failed": 0 if unresolved else len(failed),
+            "checks": [] if unresolved else [{"check": r.name, "ok": r.ok, "message": r.message} for r in results]})
+    if unresolved:
+        print(f"Error: reward '{args.name}' cannot be checked: {unresolved.message}", file=sys.stderr)
+        return code
+    shown = sys.stderr if args.json == "-" else sys.stdout
+    for r in results:
+        print(r, file=shown)
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", file=shown)
     if failed:
         print(f"reward '{args.name}' does not meet the reward contract.", file=sys.stderr)
-    return 1 if failed else 0
+    return code
