@@ -8,7 +8,6 @@ import importlib
 import importlib.util
 import inspect
 import re
-import tomllib
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
@@ -37,10 +36,12 @@ def local_plugins(root: Path = ROOT) -> dict[str, tuple[str, dict[str, str]]]:
     every packages/* and examples/* whose pyproject declares [project.entry-points.grpo]."""
     out = {}
     for pyproject in sorted([*root.glob("packages/*/pyproject.toml"), *root.glob("examples/*/pyproject.toml")]):
-        project = tomllib.loads(pyproject.read_text())["project"]
-        points = project.get("entry-points", {}).get("grpo")
+        text = pyproject.read_text()  # (tomllib is 3.11+; these two tables are plain)
+        section = re.search(r"^\[project\.entry-points\.grpo\]\n((?:[^\[\n].*\n?)*)", text, re.M)
+        points = dict(re.findall(r'^\s*([\w.-]+)\s*=\s*"([^"]+)"', section.group(1), re.M)) if section else {}
         if points:
-            out[project["name"]] = (pyproject.parent.relative_to(root).as_posix(), dict(points))
+            name = re.search(r'^name\s*=\s*"([^"]+)"', text, re.M).group(1)
+            out[name] = (pyproject.parent.relative_to(root).as_posix(), points)
     return out
 
 
