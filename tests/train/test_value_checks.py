@@ -192,7 +192,7 @@ def test_choices_and_types_read_from_trl():
     # the list: accepted before, and one traceback (a few-shot example's answer_template 42)
     ("model.attn_implementation", 42, "model.attn_implementation is 42; it must be text or null"),
     ("model.revision", 42, "model.revision is 42; it must be text or null (quote it to mean the text: '42')"),
-    ("model.generation_threads", 0, "model.generation_threads is 0; it must be a whole number >= 1 or null"),
+    ("model.generation_threads", 0, "model.generation_threads is 0; it must be a whole number >= 1, 'auto' or null"),
     ("lora.target_modules", 42, "lora.target_modules is 42; it must be text, a list or null"),
     ("lora.merge", "abc", "lora.merge is 'abc'; it must be true or false."),
     ("lora.enabled", "abc", "lora.enabled is 'abc'; it must be true or false."),

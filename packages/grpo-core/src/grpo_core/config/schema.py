@@ -9,7 +9,7 @@ import dataclasses
 import difflib
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from grpo_core.base.problems import Problems
 from grpo_core.config.values import section_range, section_type, value_problem
@@ -41,9 +41,9 @@ class ModelSection:
     attn_implementation: str | None = setting(None, "transformers' attention implementation (sdpa, eager, "
                                               "flash_attention_2); unset: transformers' default.")
     revision: str | None = setting(None, "The Hub revision (branch, tag or commit) of model.id.")
-    generation_threads: int | None = setting(None, "CPU only: torch threads while sampling; unset: torch's own "
-                                             "(1 can be faster on a machine busy with other work).",
-                                             minimum=1)
+    generation_threads: int | Literal["auto"] | None = setting(
+        "auto", "CPU only: torch threads while sampling; auto: the cores other processes leave idle, read before "
+        "each generation (at most torch's own; OMP_NUM_THREADS set: that); null: torch's own.", minimum=1)
     fast_generation: bool | str = setting("auto", "Static KV cache and compiled decoding while sampling: auto "
                                           "(on CUDA), true, false.", choices=AUTO)
     merged_sampling: bool | str = setting("auto", "Sample from a LoRA model with its adapters merged into a copy "

@@ -44,6 +44,7 @@ from grpo_core.config.schema import RunConfig, StageSection
 from grpo_core.data.datasets import build_prompts, check_columns, load_dataset, take_few_shot
 from grpo_core.rewards import environments
 from grpo_core.rewards.environments import COLUMN, check_support
+from grpo_core.trainer import threads
 
 
 @dataclass
@@ -268,9 +269,10 @@ def merged_sampling(cfg: RunConfig, device: str) -> bool | str:
     return setting is True or setting == "true"
 
 
-def generation_threads(cfg: RunConfig, device: str) -> int | None:
-    """Torch threads while sampling on a CPU (``model.generation_threads``); None: torch's own."""
-    return int(cfg.model.generation_threads) if device == "cpu" and cfg.model.generation_threads else None
+def generation_threads(cfg: RunConfig, device: str) -> int | str | None:
+    """Torch threads while sampling on a CPU (``model.generation_threads``): a number,
+    "auto" (the cores other processes leave idle) or None (torch's own)."""
+    return threads.auto_threads(cfg.model.generation_threads) if device == "cpu" else None
 
 
 def sampling_settings(cfg: RunConfig, args, device: str) -> dict:

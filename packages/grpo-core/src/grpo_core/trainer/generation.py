@@ -15,6 +15,7 @@ from typing import Any
 from grpo_core.base.errors import GrpoError
 from grpo_core.config import models
 from grpo_core.trainer.merged_lora import MergedLora
+from grpo_core.trainer.threads import CoreMeter
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
 # tokens, so the compiled decoder is rebuilt only when a longer bucket first appears.
@@ -128,13 +129,14 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
              temperature: float = 1.0, top_p: float = 1.0, top_k: int | None = None,
              min_p: float | None = None, repetition_penalty: float = 1.0, do_sample: bool = True,
              batch_size: int = 8, seed: int | None = None,
-             chat_template_kwargs: dict | None = None, threads: int | None = None,
+             chat_template_kwargs: dict | None = None, threads: int | str | None = None,
              fast: bool | str | None = None) -> list[list[Completion]]:
     """``n`` completions per prompt (greedy when ``do_sample`` is False).
 
     ``threads``: torch threads while decoding on a CPU. Token-by-token decoding of a
     small model is dominated by thread synchronisation, so 1 thread is often faster,
-    and far faster on a busy machine (None: leave torch's setting).
+    and far faster on a busy machine (None: leave torch's setting; "auto": the cores
+    other processes leave idle, ``threads.CoreMeter``).
     ``fast``: static KV cache and compiled decoding, as in training (None: on CUDA
     only; a string: compile with that torch.compile backend on any device).
     """
@@ -142,6 +144,10 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
                     repetition_penalty=repetition_penalty)
     if fast is None:
         fast = next(model.parameters()).device.type == "cuda"
+    if threads == "auto":
+        import torch
+
+        threads = CoreMeter().threads(torch.get_num_threads())
     with torch_threads(threads):
         return _generate(model, tokenizer, prompts, n, max_new_tokens, do_sample, batch_size, seed,
                          chat_template_kwargs, sampling, fast)
@@ -185,7 +191,7 @@ class Sampling:
     the precision the model was loaded in)."""
 
     fast: bool = False  # static KV cache and compiled decoding (never with vLLM)
-    threads: int | None = None  # torch threads while sampling on a CPU; None: torch's own
+    threads: int | str | None = None  # torch threads while sampling on a CPU; None: torch's own; "auto": idle cores
     autocast: str | None = None  # on CUDA, sample under autocast to this dtype (config.precision.sampling_autocast)
     merged: bool | str = False  # LoRA adapters merged into a copy of the weights while sampling (.merged_lora)
 
@@ -194,8 +200,9 @@ class FastSampling:
     """The trainer's sampling: NaN logits replaced (never a device assert), on CUDA a
     static KV cache sized by prompt bucket and compiled decoding (TRL builds its
     GenerationConfig with ``disable_compile=True``; decoding a small model eagerly is
-    bound by kernel launches), ``threads`` torch threads on a CPU, autocast where the
-    weights are in that dtype already. If compiling or the static cache fails,
+    bound by kernel launches), ``threads`` torch threads on a CPU (``auto``: the cores
+    other processes left idle since the last generation), autocast where the weights
+    are in that dtype already. If compiling or the static cache fails,
     sampling goes on eagerly with one warning."""
 
     def __init__(self, settings: Sampling, generation_config, max_completion_length: int, *, vllm: bool = False,
@@ -210,6 +217,8 @@ class FastSampling:
             log("warning: model.merged_sampling: true is not used with fast generation (compiled decoding keeps the "
                 "weights it captured); set model.fast_generation: false to sample from merged weights.")
         self.merge = None if vllm or model is None or self.fast else MergedLora.of(model, merged, log)
+        self.meter = CoreMeter() if settings.threads == "auto" else None
+        self.told = False  # auto's first generation on fewer threads than torch's, said once
         if not vllm:
             generation_config.remove_invalid_values = True
             if self.fast:
@@ -243,12 +252,28 @@ class FastSampling:
 
         stack = contextlib.ExitStack()
         if device == "cpu" and self.settings.threads:
-            stack.enter_context(torch_threads(self.settings.threads))
+            stack.enter_context(torch_threads(self.cpu_threads()))
         if device == "cuda" and self.settings.autocast:
             stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, self.settings.autocast)))
         if self.merge is not None:
             stack.enter_context(self.merge.merged())
         return stack
+
+
+    def cpu_threads(self) -> int:
+        """Torch threads for this generation on a CPU: the setting's number, or for
+        ``auto`` the cores other processes left idle, at most torch's own threads."""
+        import torch
+
+        if self.meter is None:
+            return int(self.settings.threads)
+        ceiling = torch.get_num_threads()
+        threads = self.meter.threads(ceiling)
+        if threads < ceiling and not self.told:
+            self.told = True
+            self.log(f"note: other processes keep this machine's cores busy: sampling on {threads} of torch's "
+                     f"{ceiling} threads while they do (model.generation_threads: auto; a number fixes it).")
+        return threads
 
 
 @contextlib.contextmanager

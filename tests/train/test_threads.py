@@ -1,0 +1,133 @@
+"""Torch's CPU threads on a shared machine (trainer/threads.py): the wait policy set
+before torch loads, and ``model.generation_threads: auto``, sampling on the cores other
+processes leave idle. The step times themselves are bench/contention.py's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from grpo_core.trainer.generation import FastSampling, Sampling
+from grpo_core.trainer.threads import CoreMeter, _cpu_ticks, auto_threads, passive_wait, threads_for
+
+
+@pytest.mark.parametrize("cores, others, ceiling, expected", [
+    (2, 0.0, 2, 2),    # alone: torch's own threads
+    (2, 0.05, 2, 2),   # background noise (kernel threads, a shell) leaves both cores
+    (2, 1.0, 2, 1),    # one busy process on 2 cores: one thread, a core to itself
+    (2, 0.4, 2, 2),    # 1.6 cores idle: a core counts when at least half of it is idle
+    (2, 0.6, 2, 1),    # 1.4 idle
+    (2, 2.0, 2, 1),    # every core busy: still one thread, never none
+    (2, 9.0, 2, 1),
+    (16, 3.2, 8, 8),   # 12.8 idle, but never more than torch's own (OMP_NUM_THREADS, set_num_threads)
+    (16, 10.0, 8, 6),
+    (4, 1.5, 4, 3),    # 2.5 idle: the half core counts
+    (2, 0.0, 1, 1),    # torch on 1 thread stays there
+])
+def test_threads_are_the_cores_other_processes_leave_idle(cores, others, ceiling, expected):
+    assert threads_for(cores, others, ceiling) == expected
+
+
+def test_the_meter_counts_busy_ticks_less_this_process_own_time():
+    """2 cores at 100 ticks/s; each reading: (busy, total) ticks of the cores, and this
+    process's CPU seconds."""
+    readings = iter([(1000, 4000), (1150, 4200), (1250, 4400), (1250, 4600)])
+    own = iter([10.0, 10.5, 11.5, 11.5])
+    slept = []
+    meter = CoreMeter(ticks=lambda cores: next(readings), own=lambda: next(own), sleep=slept.append,
+                      cores={0, 1}, hz=100)
+    # 1 s (100 ticks a core): 150 busy ticks, 50 of them this process's -> others kept 1 core busy
+    assert meter.others() == pytest.approx(1.0)
+    assert len(slept) == 1 and 0.1 < slept[0] <= 0.2  # the first reading waits for a window of 0.2 s
+    # next second: 100 busy ticks, all this process's (1 s) -> nobody else; then an idle second
+    assert meter.threads(2) == 2
+    assert meter.others() == pytest.approx(0.0)
+
+
+def test_where_the_meter_cannot_read_the_cores_sampling_keeps_torch_threads():
+    meter = CoreMeter(ticks=lambda cores: None, sleep=lambda s: None, cores={0, 1})
+    assert meter.others() is None and meter.threads(2) == 2
+
+
+def test_proc_stat_is_read_for_the_cores_this_process_may_run_on(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  30 0 30 300 10 0 0 0 0 0\n"
+                    "cpu0 10 0 20 100 5 0 0 0 0 0\n"   # user nice system idle iowait irq softirq steal ...
+                    "cpu1 20 1 10 200 5 2 3 4 0 0\n"
+                    "intr 123 4 5\n")
+    # cpu1: busy = 20 + 1 + 10 + 2 + 3 + 4 = 40 (idle and iowait are not), total = 245
+    assert _cpu_ticks({1}, str(stat)) == (40, 245)
+    assert _cpu_ticks({0, 1}, str(stat)) == (30 + 40, 135 + 245)
+    assert _cpu_ticks({0}, str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("environ, expected", [
+    ({}, "PASSIVE"),
+    ({"OMP_WAIT_POLICY": "active"}, "active"),  # the user's own, kept
+    ({"GOMP_SPINCOUNT": "300000"}, None),
+    ({"KMP_BLOCKTIME": "0"}, None),
+])
+def test_threads_that_wait_sleep_unless_the_user_said_otherwise(monkeypatch, environ, expected):
+    monkeypatch.delitem(sys.modules, "torch")  # not loaded yet (restored after the test)
+    env = dict(environ)
+    assert passive_wait(env) is (expected == "PASSIVE")
+    assert env.get("OMP_WAIT_POLICY") == expected
+
+
+def test_once_torch_is_loaded_the_wait_policy_is_left_alone():
+    env = {}
+    assert "torch" in sys.modules and passive_wait(env) is False and env == {}
+
+
+@pytest.mark.parametrize("extra, expected", [({}, "PASSIVE\n"), ({"GOMP_SPINCOUNT": "300000"}, "None\n")])
+def test_the_grpo_command_sets_the_wait_policy_before_its_command_runs(extra, expected):
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
+    code = ("import os, sys; from grpo_core.cli import main; main(['rewards', 'list']); "
+            "print(os.environ.get('OMP_WAIT_POLICY'), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.endswith(expected)
+
+
+@pytest.mark.parametrize("setting, environ, expected", [
+    ("auto", {}, "auto"),
+    ("auto", {"OMP_NUM_THREADS": "2"}, None),  # the user fixed the count: torch's own, which is theirs
+    ("auto", {"MKL_NUM_THREADS": "1"}, None),
+    (3, {"OMP_NUM_THREADS": "2"}, 3),          # a number in the config is the number
+    (None, {}, None),
+])
+def test_auto_keeps_a_thread_count_the_user_set(setting, environ, expected):
+    assert auto_threads(setting, environ) == expected
+
+
+class Meter:
+    def __init__(self, threads):
+        self.value = threads
+
+    def threads(self, ceiling):
+        return min(self.value, ceiling)
+
+
+def test_auto_samples_on_the_meters_threads_and_says_so_once():
+    said, before = [], torch.get_num_threads()
+    sampler = FastSampling(Sampling(threads="auto"), _config(), 8, log=said.append)
+    assert isinstance(sampler.meter, CoreMeter)
+    sampler.meter = Meter(before)
+    assert sampler.sample(torch.get_num_threads, [[1]], "cpu") == before and said == []
+    if before == 1:
+        pytest.skip("torch runs on 1 thread here: auto cannot go lower")
+    sampler.meter = Meter(1)
+    assert sampler.sample(torch.get_num_threads, [[1]], "cpu") == 1
+    assert sampler.sample(torch.get_num_threads, [[1]], "cpu") == 1
+    assert len(said) == 1 and f"sampling on 1 of torch's {before} threads" in said[0]
+    assert torch.get_num_threads() == before  # put back after each generation
+
+
+def _config():
+    from transformers import GenerationConfig
+
+    return GenerationConfig(max_new_tokens=8)
