@@ -52,23 +52,34 @@ def test_the_same_seed_gives_the_same_rows_another_seed_others(rg):
 def test_no_test_question_is_a_train_question(rg, recwarn):
     import reasoning_gym
 
-    from grpo_reasoning_gym.tasks import TEST_SEED_OFFSET
+    from grpo_reasoning_gym.tasks import TEST_DRAWS, TEST_SEED_OFFSET
 
     train = rg("rg.chain_sum", size=300, seed=0, **SMALL)
     test = rg("rg.chain_sum", split="test", size=300, seed=0, **SMALL)
     assert len(test) > 0 and not set(test["question"]) & set(train["question"])
-    # 200 problems exist (10 x 10 x 2): the test split is what the test seed made, less train's questions
+    # 200 problems exist (10 x 10 x 2): the test split is every other one the test seed draws
+    # in 3000 draws, in the order drawn, each once
     seen = set(train["question"])
-    made = reasoning_gym.create_dataset("chain_sum", seed=TEST_SEED_OFFSET, size=300, **SMALL)
-    fresh = [made[i]["question"] for i in range(300) if made[i]["question"] not in seen]
-    assert test["question"] == fresh
-    warned = [str(w.message) for w in recwarn if "left out of the test split" in str(w.message)]
-    assert warned == [f"dataset 'rg.chain_sum': {300 - len(fresh)} of 300 test questions were also train "
-                      f"questions and are left out of the test split."]
+    made = reasoning_gym.create_dataset("chain_sum", seed=TEST_SEED_OFFSET, size=TEST_DRAWS * 300, **SMALL)
+    fresh = list(dict.fromkeys(made[i]["question"] for i in range(3000) if made[i]["question"] not in seen))
+    assert test["question"] == fresh and len(fresh) == 200 - len(seen)
+    warned = [str(w.message) for w in recwarn if "the test split has" in str(w.message)]
+    assert warned == [f"dataset 'rg.chain_sum': the test split has {len(fresh)} questions, not 300: the other "
+                      f"{3000 - len(fresh)} drawn were train questions or repeats (these settings make few "
+                      f"distinct problems)."]
+
+
+def test_the_test_split_has_size_rows_when_the_task_has_enough_problems(rg, recwarn):
+    train = rg("rg.chain_sum", size=100, seed=5, **SMALL)
+    test = rg("rg.chain_sum", split="test", size=60, seed=5, **SMALL)  # train of size 60: < 60 of 200 problems
+    assert len(test) == 60 and len(set(test["question"])) == 60
+    assert not set(test["question"]) & set(train["question"][:60])
+    assert not [w for w in recwarn if "the test split has" in str(w.message)]
 
 
 def test_a_test_split_with_no_new_question_is_an_error_that_says_why(rg):
-    with pytest.raises(EmptyDatasetError, match="too few distinct problems. Make the task harder or lower size"):
+    with pytest.raises(EmptyDatasetError, match="none of 30000 test questions drawn is new: the train split "
+                                                 "\\(3000 rows\\) has every one"):
         rg("rg.chain_sum", split="test", size=3000, seed=0, **SMALL)
 
 

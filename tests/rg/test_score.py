@@ -65,6 +65,13 @@ def test_hedges_earn_reasoning_gyms_partial_credit_and_nothing_without_it(scored
     assert scored([completion], chain, partial=False) == [0.0]
 
 
+def test_the_last_number_fallback_reads_a_small_models_natural_answer(scored, chain):
+    worked = "1663 - 5242 - 9376 - 8961 + 7634 = -14282"
+    assert scored([worked], chain, fallback_last_number=True) == [1.0]
+    assert scored([worked], chain) == [pytest.approx(6 / len(worked))]  # the last line, "-14282" inside it
+    assert scored([worked + " or -14281"], chain, fallback_last_number=True) == [0.0]  # a hedged line
+
+
 def test_the_default_scorer_pays_exact_text_and_a_share_for_more(scored, legs):
     assert scored(["Answer: 12", "Answer: 12 legs", "Answer: 13", "Answer: 12."], legs) == [
         1.0, pytest.approx(2 / 7), 0.0, 1.0]  # "12." is tried as "12" too: a sentence's full stop

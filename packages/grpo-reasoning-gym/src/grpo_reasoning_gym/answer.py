@@ -8,12 +8,16 @@ is a whole line or tag, not a number picked out of one. First hit wins:
 2. the last ``<answer>...</answer>`` block (reasoning-gym's own prompts and grpo's
    ``xml``; an unclosed one runs to the end), a box inside it if there is one;
 3. the last line with an answer phrase (``Answer: x``, grpo's ``plain`` prompt;
-   ``Final answer: x``, ``The answer is x``): the rest of that line after its first
-   phrase, or the next non-blank line when that is empty; a box in it if there is one;
+   ``Final answer: x``, ``The answer is x``, ``the answer to the problem is x``): the
+   rest of that line after its first phrase, or the next non-blank line when that is
+   empty; a box in it if there is one;
 4. the boxes (``\\boxed{x}``): one distinct content is the answer, several are all
    of them, ``a, b`` (a hedge is handed to the scorer as written, never one of its parts);
 5. GSM8K's ``#### x``;
-6. the last non-blank line.
+6. the last non-blank line; with ``fallback_last_number=True`` the last number of the
+   text instead (a small model's natural "3 + 8 = 11"), unless its line hedges ("maybe",
+   "or", "probably", ...), asks ("is it 11?") or the number is an operand, after an
+   operator or before "=" (a copied "0 + 3 =" or "Calculate 0 + 5." is no answer).
 
 Model text is untrusted: only its last ``MAX_TEXT_CHARS`` are read, every pattern
 is linear, and an answer longer than ``MAX_ANSWER_CHARS`` is no answer. The box and
@@ -30,14 +34,21 @@ from grpo_core.text import boxes, hash_answer
 MAX_TEXT_CHARS = 100_000  # longer completions keep their end: the answer is there
 MAX_ANSWER_CHARS = 2_000  # a longer answer is not scored (reasoning-gym's longest golds are far shorter)
 
-_PHRASE_RE = re.compile(r"\banswer\b[ \t*_`\"']*(?:is\b|[:=\uff1a])", re.IGNORECASE)
+_PHRASE_RE = re.compile(
+    r"\banswer\b[ \t*_`\"']*(?:is\b|(?:would|will)\s+be\b|[:=\uff1a])"
+    r"|\banswer\b[^\n.:=$\\]{1,40}?\s(?:is|would\s+be|will\s+be)\b",  # "the answer to the problem is"
+    re.IGNORECASE,
+)
+_NUMBER_RE = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
+_HEDGE_RE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|might|either|or|guess)\b", re.IGNORECASE)
 _MARKUP = " \t*`"  # markdown bold and code around an answer
+_OPERATORS = ("+", "-", "*", "/", "\u00d7", "\u00f7")  # a number after one is an operand: "0 + 5", not 5
 
 
 @dataclass(frozen=True)
 class Extraction:
     """The answer found (None: none) and where: ``answer_tag``, ``phrase``, ``boxed``,
-    ``hash``, ``last_line`` or ``none``."""
+    ``hash``, ``last_number``, ``last_line`` or ``none``."""
 
     answer: str | None
     source: str
@@ -46,7 +57,7 @@ class Extraction:
 NONE = Extraction(None, "none")
 
 
-def final_answer(text: str) -> Extraction:
+def final_answer(text: str, fallback_last_number: bool = False) -> Extraction:
     """The final answer of one completion's text (the chain in the module docstring)."""
     if not isinstance(text, str) or not text.strip():
         return NONE
@@ -69,6 +80,8 @@ def final_answer(text: str) -> Extraction:
     hashed = hash_answer(text)
     if hashed:
         return _bounded(hashed, "hash")
+    if fallback_last_number:
+        return _last_number(text)
     lines = [line for line in text.splitlines() if line.strip()]
     return _bounded(lines[-1] if lines else None, "last_line")
 
@@ -80,6 +93,25 @@ def _bounded(answer: str | None, source: str) -> Extraction:
     if not answer or len(answer) > MAX_ANSWER_CHARS:
         return NONE
     return Extraction(answer, source)
+
+
+def _last_number(text: str) -> Extraction:
+    """The text's last number, unless its line hedges ("maybe 72", "72 or 73"), asks ("Is it
+    72?") or the number is an operand, after an operator or before "=" ("0 + 3 =", "Calculate
+    0 + 5.": a restated question, not its result)."""
+    last = None
+    for m in _NUMBER_RE.finditer(text):
+        last = m
+    if last is None:
+        return NONE
+    start, end = text.rfind("\n", 0, last.start()) + 1, text.find("\n", last.end())
+    end = end if end >= 0 else len(text)
+    line = text[start:end]
+    operand = (text[start:last.start()].rstrip().endswith(_OPERATORS)
+               or text[last.end():end].lstrip().startswith("="))
+    if _HEDGE_RE.search(line) or line.rstrip().endswith("?") or operand:
+        return NONE
+    return _bounded(last.group(), "last_number")
 
 
 def _phrase(text: str) -> Extraction | None:

@@ -28,15 +28,17 @@ from .answer import Extraction, final_answer
 NAME = "rg.score"
 
 
-def score(completions: Sequence, rg_entry: Sequence, partial: bool = True, **kwargs: Any) -> list[float | None]:
+def score(completions: Sequence, rg_entry: Sequence, partial: bool = True, fallback_last_number: bool = False,
+          **kwargs: Any) -> list[float | None]:
     """reasoning-gym's own score_answer of the final answer ('Answer: x' line, <answer> tag, box, else the last line), 0..1.
 
     Reads the dataset column ``rg_entry`` (the ``rg.<task>`` datasets make it). The
     answer: after the last ``</think>``, the last ``<answer>`` block, else the last line
     with "Answer:" / "The answer is", else the boxes, else ``####``, else the last
-    non-blank line. A full stop ending the answer is tried without it too ("Friday.").
-    ``partial=False``: 1.0 for reasoning-gym's full marks, else 0.0. None ("no opinion")
-    for a row whose ``rg_entry`` is not one these datasets made.
+    non-blank line (``fallback_last_number=True``: the last number, unless its line hedges).
+    A full stop ending the answer is tried without it too ("Friday."). ``partial=False``:
+    1.0 for reasoning-gym's full marks, else 0.0. None ("no opinion") for a row whose
+    ``rg_entry`` is not one these datasets made.
     """
     if isinstance(rg_entry, (str, bytes)) or not isinstance(rg_entry, Sequence):
         raise TypeError(f"'rg_entry' must be a list with one entry per completion (a dataset column), "
@@ -44,7 +46,7 @@ def score(completions: Sequence, rg_entry: Sequence, partial: bool = True, **kwa
     if len(rg_entry) != len(completions):
         raise ValueError(f"'rg_entry' has {len(rg_entry)} entries for {len(completions)} completions; "
                          f"they must align.")
-    extractions = [final_answer(completion_text(c)) for c in completions]
+    extractions = [final_answer(completion_text(c), fallback_last_number) for c in completions]
     out: list[float | None] = []
     errors = 0
     for found, raw in zip(extractions, rg_entry):

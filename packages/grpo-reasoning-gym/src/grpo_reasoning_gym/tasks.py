@@ -7,9 +7,9 @@ knobs the rows were made with, reasoning-gym's own item with its metadata), so
 ``rg.score`` scores a row exactly as reasoning-gym would.
 
 Splits: ``train`` is reasoning-gym's items ``0..size-1`` under ``seed``; ``test`` the
-same count under ``seed + TEST_SEED_OFFSET``, less every question the train split of
-the same parameters has (a task with few distinct problems has a short test split, or
-none: an error that says so).
+first ``size`` distinct questions under ``seed + TEST_SEED_OFFSET`` that the train split
+of the same parameters does not have (within ``TEST_DRAWS * size`` draws: a task with
+few distinct problems has a shorter test split, with a warning, or none: an error).
 
 reasoning-gym takes 1-2 s to import (a hundred generators, sympy, numpy, matplotlib):
 nothing here imports it before a task's rows or parameters are asked for, so listing
@@ -36,6 +36,7 @@ from grpo_core.errors import DatasetError, EmptyDatasetError, SplitError
 DEFAULT_SIZE = 1000
 MAX_SIZE = 1_000_000
 TEST_SEED_OFFSET = 1_000_000_007  # test items' seeds: past any train split's (reasoning-gym seeds item i with seed + i)
+TEST_DRAWS = 10  # the test split draws up to this many items per row it is to have
 SPLITS = ("train", "test")
 OWN = ("seed", "size")  # config fields grpo sets itself: they are the loaders' own parameters
 
@@ -209,26 +210,37 @@ def load_task(task: str, split: str = "train", *, seed: int = 0, size: int = DEF
             raise SplitError(f"{what} has splits {', '.join(SPLITS)} (no test question is a train "
                              f"question), not {name!r}; slice one instead, e.g. split='train[:90%]'.")
         train = items(task, settings, seed, size, what)
-        if name == "train":
-            rows = train
-        else:
-            seen = {_key(e["question"]) for e in train}
-            made = items(task, settings, seed + TEST_SEED_OFFSET, size, what)
-            rows = [e for e in made if _key(e["question"]) not in seen]
-            if not rows:
-                raise EmptyDatasetError(
-                    f"{what}: every one of the {size} test questions is also a train question: "
-                    f"these settings make too few distinct problems. Make the task harder or lower size.")
-            if len(rows) < len(made):
-                _warn(f"{what}: {len(made) - len(rows)} of {len(made)} test questions were also train "
-                      f"questions and are left out of the test split.")
+        rows = train if name == "train" else test_items(task, settings, seed, size, train, what)
         return datasets.Dataset.from_list([row(task, settings, e, what) for e in rows])
 
     return load_split(split, base, what)
 
 
-def items(task: str, settings: dict, seed: int, size: int, what: str) -> list[dict]:
-    """reasoning-gym's items ``0..size-1`` of ``task`` under ``seed``."""
+def test_items(task: str, settings: dict, seed: int, size: int, train: list[dict], what: str) -> list[dict]:
+    """``size`` questions drawn under the test seed, each once and none that ``train`` has;
+    fewer (with a warning) when ``TEST_DRAWS * size`` draws do not find that many."""
+    seen = {_key(e["question"]) for e in train}
+    rows, count = [], 0
+    for e in items(task, settings, seed + TEST_SEED_OFFSET, TEST_DRAWS * size, what, lazy=True):
+        count += 1
+        key = _key(e["question"])
+        if key not in seen:
+            seen.add(key)
+            rows.append(e)
+            if len(rows) == size:
+                break
+    if not rows:
+        raise EmptyDatasetError(
+            f"{what}: none of {count} test questions drawn is new: the train split ({size} rows) has every "
+            f"one. These settings make too few distinct problems: make the task harder or lower size.")
+    if len(rows) < size:
+        _warn(f"{what}: the test split has {len(rows)} questions, not {size}: the other {count - len(rows)} "
+              f"drawn were train questions or repeats (these settings make few distinct problems).")
+    return rows
+
+
+def items(task: str, settings: dict, seed: int, size: int, what: str, lazy: bool = False):
+    """reasoning-gym's items ``0..size-1`` of ``task`` under ``seed`` (a generator when ``lazy``)."""
     dataset_cls, config_cls = task_classes(task, what)
     try:
         dataset = dataset_cls(config=config_cls(**settings, seed=seed, size=size))
@@ -236,11 +248,12 @@ def items(task: str, settings: dict, seed: int, size: int, what: str) -> list[di
         detail = str(exc) or type(exc).__name__
         raise DatasetError(f"{what}: reasoning-gym refused the settings {settings}: {detail}. "
                            f"Its settings and defaults: {_knob_list(task)}.") from None
-    return [dataset[i] for i in range(size)]
+    made = (dataset[i] for i in range(size))
+    return made if lazy else list(made)
 
 
 class OverlapWarning(UserWarning):
-    """Test questions that the train split also has were left out of the test split."""
+    """The test split is short: too few of the questions drawn were new."""
 
 
 def _warn(message: str) -> None:
