@@ -35,11 +35,13 @@ from grpo_core.trainer.rollout_log import FOLDER, RolloutLogSettings, prompt_ind
 
 
 def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | None = None, offset: int = 0,
-                rollouts_only: bool = False) -> Features:
+                rollouts_only: bool = False, record: dict | None = None) -> Features:
     """The trainer's features for one stage, from the config. ``precision``: how the
     model was loaded (``prepare.load_model``); ``offset``: global steps of the stages
     before this one; ``rollouts_only``: sampling and scoring only (no dynamic sampling,
-    rollout log, settings record, reward guard, autocast or cast)."""
+    rollout log, settings record, reward guard, autocast or cast); ``record``: the settings
+    each checkpoint records (the resume decision's, with the data's fingerprint; default
+    the config's, without it)."""
     cfg, device, h = prepared.cfg, prepared.device, prepared.cfg.health
     sampling = Sampling(fast=fast_generation(cfg, _args(plan, rollouts_only), device),
                         threads=generation_threads(cfg, device), autocast=sampling_autocast(precision, "cuda"),
@@ -56,7 +58,7 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
         dynamic=DynamicSettings(cfg.sampling.max_rounds, cfg.sampling.metric) if cfg.sampling.dynamic else None,
         rollout_log=RolloutLogSettings(prepared.root / FOLDER, every, plan.section.name, offset,
                                        prompt_index(prepared.train_ds)) if every else None,
-        resume=ResumeSettings(settings_of(cfg, plan, len(prepared.train_ds))),
+        resume=ResumeSettings(record if record is not None else settings_of(cfg, plan, len(prepared.train_ds))),
         trainable=precision.trainable if precision is not None and precision.trainable != "float32" else None,
         learning=learning_of(cfg, plan))
 

@@ -19,7 +19,7 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,6 @@ from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
 from grpo_core.run.resume import Start
 from grpo_core.trainer import rollout_log
 from grpo_core.trainer.batch import run_tokens, summary
-from grpo_core.trainer.exact_resume import ResumeSettings
 
 
 @dataclass
@@ -212,7 +211,7 @@ def _monitors(r: Run, p: StagePlan) -> dict:
 def _make_trainer(r: Run, p: StagePlan, model, tokenizer, callbacks: dict, record: dict):
     """The stage's trainer; its checkpoints record ``record`` (the resume decision's, with
     the data's fingerprint)."""
-    features = replace(features_of(r.p, p, precision=r.precision, offset=r.offset), resume=ResumeSettings(record))
+    features = features_of(r.p, p, precision=r.precision, offset=r.offset, record=record)
     return build_trainer(r.p, p, model, tokenizer, callbacks=[*callbacks.values(), *r.extra_callbacks], log=r.log,
                          report=lambda event: _report_nonfinite(r, p, event), features=features)
 
