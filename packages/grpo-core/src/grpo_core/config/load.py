@@ -206,11 +206,10 @@ def _dataset(raw: dict, problems: Problems) -> DatasetSection:
         raw["dataset"] = {"name": raw["dataset"]}
     dataset = read_section(raw, "dataset", DatasetSection, "", problems)
     if not dataset.name:
-        problems.add("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with `grpo datasets list`.")
-        return dataset
-    if not isinstance(dataset.name, str):
-        problems.add(f"dataset.name must be one dataset's name, got {dataset.name!r}; list them with "
-                     "`grpo datasets list` (to mix datasets, use the files or trl dataset).")
+        named = isinstance(raw.get("dataset"), dict) and raw["dataset"].get("name") not in (None, "")
+        if not named:  # (a name that is not text is a problem of its own, reported with its value)
+            problems.add("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with "
+                         "`grpo datasets list`.")
         return dataset
     entry = problems.attempt(registry.datasets().get, dataset.name)  # unknown names fail here, with suggestions
     if entry is None:
