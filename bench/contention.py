@@ -112,7 +112,7 @@ def main() -> None:
 
     print(f"{os.cpu_count()} cores, load average at start {load():.2f}; {opts.config.name}, {opts.steps} steps "
           f"a run, dynamic sampling {'on' if opts.dynamic else 'off'}", flush=True)
-    ratios = {}
+    ratios, alone = {}, {}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="grpo-contention-") as tmp:
         for arm in opts.arms:
@@ -129,11 +129,15 @@ def main() -> None:
                 print(f"{arm:4} {where:6} s/step {per_step(result):7.1f}  (steps: {steps})  mean completion "
                       f"{result['length']:.1f} tokens  load {before:.2f} -> {load():.2f}{spun}{fewer}", flush=True)
             ratios[arm] = per_step(rows["busy"]) / per_step(rows["alone"])
+            alone[arm] = per_step(rows["alone"])
     print()
     print(f"{len(opts.arms) * 2} runs in {time.perf_counter() - t0:.0f}s; load average at end {load():.2f}")
     for arm, ratio in ratios.items():
         print(f"{arm}: a step beside one busy process takes {ratio:.2f}x the step alone "
               f"(fair share 2x; target <= 2.5x)")
+    if len(alone) == 2:
+        print(f"alone, new/old: {alone['new'] / alone['old']:.2f}x (what the wait policy and thread choice cost "
+              f"or save on a machine left to the run)")
 
 
 if __name__ == "__main__":
