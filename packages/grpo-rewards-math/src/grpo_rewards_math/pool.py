@@ -149,14 +149,12 @@ def get_pool(workers: int, spare: int = 0):
         from pebble import ProcessPool
 
         from . import _worker
-        from ._forkserver import PARENT_ENV
 
         if not _atexit_registered:
             # After multiprocessing.util and pebble registered theirs, so this runs
             # first: multiprocessing's own exit hook would wait for live workers.
             atexit.register(shutdown)
             _atexit_registered = True
-        os.environ[PARENT_ENV] = str(os.getpid())  # read by the forkserver it starts
         context = _context()
         if isinstance(context, _mpc.ForkServerContext):
             _keeper().run(_forkserver_running)
@@ -166,9 +164,19 @@ def get_pool(workers: int, spare: int = 0):
 
 
 def _forkserver_running() -> None:
+    """Start the forkserver with ``GRPO_MATH_PARENT_PID`` in its environment, and in no
+    other child's: a program this process starts later (a test's subprocess, a user's
+    tool) that imports the pool would otherwise take itself for the forkserver, tie its
+    life to ours and load the checker stack."""
     from multiprocessing import forkserver
 
-    forkserver.ensure_running()
+    from ._forkserver import PARENT_ENV
+
+    os.environ[PARENT_ENV] = str(os.getpid())
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.environ.pop(PARENT_ENV, None)
 
 
 class _Keeper:
