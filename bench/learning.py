@@ -100,7 +100,7 @@ class Budget(TrainerCallback):
             control.should_training_stop = True
 
     def on_log(self, args, state, control, logs=None, **kw):
-        if logs and "reward" in logs:
+        if logs and "loss" in logs:  # every optimizer step (a reused batch logs no reward)
             STEPS.append({"time": time.time(), "tokens": TOKENS["n"], **{k: v for k, v in logs.items()
                           if isinstance(v, (int, float))}})
             # a batch that serves several steps (num_iterations) is trained to its end: its tokens are spent
