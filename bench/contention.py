@@ -9,8 +9,9 @@ job from another terminal is), and prints each step's seconds and the ratio busy
   (``--model.generation_threads null``) and GNU OpenMP's default wait, threads spinning
   about 300,000 rounds before they sleep (``GOMP_SPINCOUNT=300000``, libgomp's own value
   when nothing is set, which grpo leaves as the user's);
-- ``new``: grpo's defaults: ``OMP_WAIT_POLICY=PASSIVE`` set before torch loads and
-  ``model.generation_threads: auto`` (sample on the cores other processes leave idle).
+- ``new``: grpo's defaults: ``model.generation_threads: auto``, each training step
+  (sampling, loss, backward) on the cores other processes leave idle, chosen at its
+  start; OpenMP's own wait.
 
 A fair share of two cores beside one busy process is 2x (one core each). The first step
 is left out of the ratio (it pays one-time costs); the work of a step is fixed by turning

@@ -4,15 +4,11 @@ processes leave idle. The step times themselves are bench/contention.py's."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from grpo_core.trainer.generation import FastSampling, Sampling
-from grpo_core.trainer.threads import CoreMeter, _cpu_ticks, auto_threads, passive_wait, threads_for
+from grpo_core.trainer.threads import CoreMeter, _cpu_ticks, auto_threads, threads_for
 
 
 @pytest.mark.parametrize("cores, others, ceiling, expected", [
@@ -65,34 +61,6 @@ def test_proc_stat_is_read_for_the_cores_this_process_may_run_on(tmp_path):
     assert _cpu_ticks({0}, str(tmp_path / "missing")) is None
 
 
-@pytest.mark.parametrize("environ, expected", [
-    ({}, "PASSIVE"),
-    ({"OMP_WAIT_POLICY": "active"}, "active"),  # the user's own, kept
-    ({"GOMP_SPINCOUNT": "300000"}, None),
-    ({"KMP_BLOCKTIME": "0"}, None),
-])
-def test_threads_that_wait_sleep_unless_the_user_said_otherwise(monkeypatch, environ, expected):
-    monkeypatch.delitem(sys.modules, "torch")  # not loaded yet (restored after the test)
-    env = dict(environ)
-    assert passive_wait(env) is (expected == "PASSIVE")
-    assert env.get("OMP_WAIT_POLICY") == expected
-
-
-def test_once_torch_is_loaded_the_wait_policy_is_left_alone():
-    env = {}
-    assert "torch" in sys.modules and passive_wait(env) is False and env == {}
-
-
-@pytest.mark.parametrize("extra, expected", [({}, "PASSIVE\n"), ({"GOMP_SPINCOUNT": "300000"}, "None\n")])
-def test_the_grpo_command_sets_the_wait_policy_before_its_command_runs(extra, expected):
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
-    code = ("import os, sys; from grpo_core.cli import main; main(['rewards', 'list']); "
-            "print(os.environ.get('OMP_WAIT_POLICY'), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.endswith(expected)
-
-
 @pytest.mark.parametrize("setting, environ, expected", [
     ("auto", {}, "auto"),
     ("auto", {"OMP_NUM_THREADS": "2"}, None),  # the user fixed the count: torch's own, which is theirs
@@ -123,8 +91,40 @@ def test_auto_samples_on_the_meters_threads_and_says_so_once():
     sampler.meter = Meter(1)
     assert sampler.sample(torch.get_num_threads, [[1]], "cpu") == 1
     assert sampler.sample(torch.get_num_threads, [[1]], "cpu") == 1
-    assert len(said) == 1 and f"sampling on 1 of torch's {before} threads" in said[0]
+    assert len(said) == 1 and f"training on 1 of torch's {before} threads" in said[0]
     assert torch.get_num_threads() == before  # put back after each generation
+
+
+class CountingMeter:
+    """A meter that says ``n`` threads and counts how often it is read."""
+
+    def __init__(self, n: int):
+        self.n, self.reads = n, 0
+
+    def threads(self, ceiling: int) -> int:
+        self.reads += 1
+        return min(self.n, ceiling)
+
+
+def test_a_training_step_runs_on_the_threads_chosen_at_its_start():
+    """Beside a busy process the whole step (sampling, loss, backward) runs on one thread,
+    chosen once: its sampling does not read the meter again (the meter's window would be
+    the few milliseconds since the step began)."""
+    before = torch.get_num_threads()
+    if before == 1:
+        pytest.skip("torch runs on 1 thread here: auto cannot go lower")
+    sampler = FastSampling(Sampling(threads="auto"), _config(), 8, log=lambda m: None)
+    sampler.meter = CountingMeter(1)
+    with sampler.step_threads("cpu"):
+        in_loss = torch.get_num_threads()  # what the loss and the backward pass run on
+        in_sampling = sampler.sample(torch.get_num_threads, [[1]], "cpu")
+    assert (in_loss, in_sampling, sampler.meter.reads) == (1, 1, 1)
+    assert torch.get_num_threads() == before  # torch's own threads after the step
+    with sampler.step_threads("cuda"):  # on a GPU the CPU threads are left alone
+        assert torch.get_num_threads() == before
+    fixed = FastSampling(Sampling(threads=1), _config(), 8, log=lambda m: None)
+    with fixed.step_threads("cpu"):  # a number is sampling's alone: the step keeps torch's own
+        assert torch.get_num_threads() == before
 
 
 def _config():

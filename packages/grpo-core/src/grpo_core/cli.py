@@ -19,7 +19,6 @@ from grpo_core.base.errors import GrpoError, PluginError, PluginWarning, describ
 from grpo_core.base.version import __version__
 from grpo_core.commands import SUMMARIES, plugin_commands
 from grpo_core.plugin import registry
-from grpo_core.trainer.threads import passive_wait
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -110,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not getattr(args, "accepts_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    passive_wait()  # before torch loads: OpenMP threads that wait sleep, not spin (trainer/threads.py)
     try:
         return int(args.func(args) or 0)
     except GrpoError as exc:

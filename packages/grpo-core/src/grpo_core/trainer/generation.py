@@ -219,6 +219,7 @@ class FastSampling:
         self.merge = None if vllm or model is None or self.fast else MergedLora.of(model, merged, log)
         self.meter = CoreMeter() if settings.threads == "auto" else None
         self.told = False  # auto's first generation on fewer threads than torch's, said once
+        self.chosen: int | None = None  # auto's threads for the training step under way (step_threads)
         if not vllm:
             generation_config.remove_invalid_values = True
             if self.fast:
@@ -267,13 +268,31 @@ class FastSampling:
 
         if self.meter is None:
             return int(self.settings.threads)
+        if self.chosen is not None:
+            return self.chosen
         ceiling = torch.get_num_threads()
         threads = self.meter.threads(ceiling)
         if threads < ceiling and not self.told:
             self.told = True
-            self.log(f"note: other processes keep this machine's cores busy: sampling on {threads} of torch's "
+            self.log(f"note: other processes keep this machine's cores busy: training on {threads} of torch's "
                      f"{ceiling} threads while they do (model.generation_threads: auto; a number fixes it).")
         return threads
+
+    @contextlib.contextmanager
+    def step_threads(self, device: str):
+        """A training step on a CPU with ``auto``: all of it (sampling, loss, backward) on the
+        threads chosen once at its start, the cores other processes leave idle. Beside a
+        busy process two threads wait on each other in every parallel region, the
+        backward pass's as much as the sampling's; alone, torch's own threads."""
+        if device != "cpu" or self.meter is None:
+            yield
+            return
+        self.chosen = self.cpu_threads()
+        try:
+            with torch_threads(self.chosen):
+                yield
+        finally:
+            self.chosen = None
 
 
 @contextlib.contextmanager

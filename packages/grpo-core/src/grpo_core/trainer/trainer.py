@@ -107,7 +107,8 @@ class GrpoTrainer(GRPOTrainer):
         return logps, entropies, aux
 
     def training_step(self, model, inputs, num_items_in_batch=None):
-        loss = super().training_step(model, inputs, num_items_in_batch)
+        with self.sampler.step_threads(self.accelerator.device.type):  # (generation_threads: auto)
+            loss = super().training_step(model, inputs, num_items_in_batch)
         self.guard.observe_loss(loss)
         return loss
 
