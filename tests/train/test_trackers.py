@@ -39,6 +39,14 @@ def fresh_trackio(monkeypatch, tmp_path):
     for name in [m for m in sys.modules if m == "trackio" or m.startswith("trackio.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
+    import trackio
+
+    # a module that imported trackio before (TRL's profiling does, at its own import) logs
+    # through the fresh one too: else it logs to a run the fresh trackio never started
+    for module in list(sys.modules.values()):
+        held = getattr(module, "trackio", None)
+        if held is not trackio and getattr(held, "__name__", None) == "trackio":
+            monkeypatch.setattr(module, "trackio", trackio)
     return tmp_path / "trackio"
 
 
