@@ -18,6 +18,7 @@ import yaml
 
 from tests.serve.conftest import peer
 from tests.serve.test_serve import SPECS, grpo_score, rows
+from tests.serve.verl_layout import verl_batch
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "serve.md"
 
@@ -76,6 +77,7 @@ def test_verls_config_with_the_documented_overrides_scores_as_grpo_score(install
     worker built from it scores as `grpo score`; the manager named ``batch`` is refused."""
     peer("verl.experimental.reward_loop")
     from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
 
@@ -96,30 +98,8 @@ def test_verls_config_with_the_documented_overrides_scores_as_grpo_score(install
     data = rows(20)
     expected = grpo_score(tmp_path, data)
     worker = RewardLoopWorker(config)
-    outputs = worker.loop.run_until_complete(worker.compute_score_batch(verl_batch(tmp_path / "tok", data)))
+    tok = AutoTokenizer.from_pretrained(tmp_path / "tok")
+    outputs = worker.loop.run_until_complete(worker.compute_score_batch(verl_batch(tok, data)))
     assert [o["reward_score"] for o in outputs] == [e["total"] for e in expected]
     assert json.dumps([o["reward_extra_info"]["math.correctness"] for o in outputs]) == json.dumps(
         [e["math.correctness"] for e in expected])
-
-
-def verl_batch(tok_path, data):
-    """A rollout's batch as verl lays it out: prompts left-padded, responses right-padded
-    and ending with the end-of-sequence token, one attention mask."""
-    import numpy as np
-    import torch
-    from transformers import AutoTokenizer
-    from verl import DataProto
-
-    tok = AutoTokenizer.from_pretrained(tok_path)
-    prompts = [tok(r["prompt"])["input_ids"] for r in data]
-    responses = [tok(r["completion"])["input_ids"] + [tok.eos_token_id] for r in data]
-    P, R, pad = max(map(len, prompts)), max(map(len, responses)), tok.pad_token_id
-    p = torch.tensor([[pad] * (P - len(x)) + x for x in prompts])
-    r = torch.tensor([x + [pad] * (R - len(x)) for x in responses])
-    mask = torch.tensor([[0] * (P - len(a)) + [1] * (len(a) + len(b)) + [0] * (R - len(b))
-                         for a, b in zip(prompts, responses)])
-    return DataProto.from_dict(
-        tensors={"prompts": p, "responses": r, "input_ids": torch.cat([p, r], 1), "attention_mask": mask},
-        non_tensors={"data_source": np.array(["arithmetic"] * len(data), dtype=object),
-                     "reward_model": [{"ground_truth": x["answer"], "style": "rule"} for x in data],
-                     "extra_info": [{"index": i} for i in range(len(data))]})

@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 from functools import partial
+from pathlib import Path
 
 import pytest
 
 from tests.serve.conftest import peer
 from tests.serve.test_serve import SPECS, grpo_score, rows
+from tests.serve.verl_layout import verl_batch
 
 
 def _verl_loads(reward_kwargs: dict):
@@ -96,10 +98,8 @@ def test_through_verls_own_reward_manager(installed, tmp_path):
     response token ids and puts the score on the last valid response token."""
     peer("verl.workers.reward_manager")
     peer("verl.experimental.reward_loop")
-    import numpy as np
     import torch
     from omegaconf import OmegaConf
-    from verl import DataProto
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
     from verl.workers.reward_manager import BatchRewardManager, NaiveRewardManager
@@ -112,25 +112,12 @@ def test_through_verls_own_reward_manager(installed, tmp_path):
     tok.save_pretrained(tmp_path / "tok")
     # verl scores the DECODED response: the byte-level tokenizer gives back the very text,
     # so grpo score on the rows is what verl must report.
-    prompt_ids = [tok(r["prompt"])["input_ids"] for r in data]
     response_ids = [tok(r["completion"])["input_ids"] + [tok.eos_token_id] for r in data]
     assert [tok.decode(ids, skip_special_tokens=True) for ids in response_ids] == [r["completion"] for r in data]
     expected = grpo_score(tmp_path, data)
 
-    # a rollout's batch: prompts left-padded, responses right-padded, one attention mask
-    P, R, pad = max(map(len, prompt_ids)), max(map(len, response_ids)), tok.pad_token_id
-    prompts = torch.tensor([[pad] * (P - len(p)) + p for p in prompt_ids])
-    responses = torch.tensor([r + [pad] * (R - len(r)) for r in response_ids])
-    mask = torch.tensor([[0] * (P - len(p)) + [1] * (len(p) + len(r)) + [0] * (R - len(r))
-                         for p, r in zip(prompt_ids, response_ids)])
-
     def batch():
-        return DataProto.from_dict(
-            tensors={"prompts": prompts, "responses": responses, "input_ids": torch.cat([prompts, responses], 1),
-                     "attention_mask": mask},
-            non_tensors={"data_source": np.array(["arithmetic"] * len(data), dtype=object),
-                         "reward_model": [{"ground_truth": r["answer"], "style": "rule"} for r in data],
-                         "extra_info": [{"index": i, "question": r["prompt"]} for i, r in enumerate(data)]})
+        return verl_batch(tok, data)
 
     config = OmegaConf.create({
         "actor_rollout_ref": {"model": {"path": str(tmp_path / "tok"), "tokenizer_path": None}},
@@ -172,28 +159,17 @@ def test_through_verls_own_reward_manager(installed, tmp_path):
 COLD_WORKER = """
 import asyncio, json, sys
 from concurrent.futures import ThreadPoolExecutor
-import numpy as np, torch
 from omegaconf import OmegaConf
 from transformers import AutoTokenizer
-from verl import DataProto
 from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 
-tok_path, verl_py, specs, first, rest = json.loads(sys.stdin.read())
+tok_path, verl_py, specs, first, rest, here = json.loads(sys.stdin.read())
+sys.path.insert(0, here)
+from verl_layout import verl_batch
 tok = AutoTokenizer.from_pretrained(tok_path)
 
 def batch(data):
-    prompts = [tok(r["prompt"])["input_ids"] for r in data]
-    responses = [tok(r["completion"])["input_ids"] + [tok.eos_token_id] for r in data]
-    P, R, pad = max(map(len, prompts)), max(map(len, responses)), tok.pad_token_id
-    p = torch.tensor([[pad] * (P - len(x)) + x for x in prompts])
-    r = torch.tensor([x + [pad] * (R - len(x)) for x in responses])
-    mask = torch.tensor([[0] * (P - len(a)) + [1] * (len(a) + len(b)) + [0] * (R - len(b))
-                         for a, b in zip(prompts, responses)])
-    return DataProto.from_dict(
-        tensors={"prompts": p, "responses": r, "input_ids": torch.cat([p, r], 1), "attention_mask": mask},
-        non_tensors={"data_source": np.array(["arithmetic"] * len(data), dtype=object),
-                     "reward_model": [{"ground_truth": x["answer"], "style": "rule"} for x in data],
-                     "extra_info": [{"index": i, "question": x["prompt"]} for i, x in enumerate(data)]})
+    return verl_batch(tok, data)
 
 config = OmegaConf.create({
     "actor_rollout_ref": {"model": {"path": tok_path, "tokenizer_path": None}},
@@ -235,7 +211,8 @@ def test_a_cold_verl_worker_16_first_calls_at_once_then_100(installed, tmp_path)
     assert all(e["math.correctness"] == 1.0 for e in expected_first)
     make_tokenizer().save_pretrained(tmp_path / "tok")
     proc = subprocess.run([sys.executable, "-c", COLD_WORKER], capture_output=True, text=True, timeout=300,
-                          input=json.dumps([str(tmp_path / "tok"), ours.__file__, SPECS, first, rest]))
+                          input=json.dumps([str(tmp_path / "tok"), ours.__file__, SPECS, first, rest,
+                                            str(Path(__file__).parent)]))
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["errors"] == []
