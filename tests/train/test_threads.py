@@ -73,11 +73,14 @@ def test_auto_keeps_a_thread_count_the_user_set(setting, environ, expected):
 
 
 class Meter:
-    def __init__(self, threads):
-        self.value = threads
+    """A meter that says ``n`` threads and counts how often it is read."""
 
-    def threads(self, ceiling):
-        return min(self.value, ceiling)
+    def __init__(self, n: int):
+        self.n, self.reads = n, 0
+
+    def threads(self, ceiling: int) -> int:
+        self.reads += 1
+        return min(self.n, ceiling)
 
 
 def test_auto_samples_on_the_meters_threads_and_says_so_once():
@@ -95,17 +98,6 @@ def test_auto_samples_on_the_meters_threads_and_says_so_once():
     assert torch.get_num_threads() == before  # put back after each generation
 
 
-class CountingMeter:
-    """A meter that says ``n`` threads and counts how often it is read."""
-
-    def __init__(self, n: int):
-        self.n, self.reads = n, 0
-
-    def threads(self, ceiling: int) -> int:
-        self.reads += 1
-        return min(self.n, ceiling)
-
-
 def test_a_training_step_runs_on_the_threads_chosen_at_its_start():
     """Beside a busy process the whole step (sampling, loss, backward) runs on one thread,
     chosen once: its sampling does not read the meter again (the meter's window would be
@@ -114,7 +106,7 @@ def test_a_training_step_runs_on_the_threads_chosen_at_its_start():
     if before == 1:
         pytest.skip("torch runs on 1 thread here: auto cannot go lower")
     sampler = FastSampling(Sampling(threads="auto"), _config(), 8, log=lambda m: None)
-    sampler.meter = CountingMeter(1)
+    sampler.meter = Meter(1)
     with sampler.step_threads("cpu"):
         in_loss = torch.get_num_threads()  # what the loss and the backward pass run on
         in_sampling = sampler.sample(torch.get_num_threads, [[1]], "cpu")
@@ -125,6 +117,30 @@ def test_a_training_step_runs_on_the_threads_chosen_at_its_start():
     fixed = FastSampling(Sampling(threads=1), _config(), 8, log=lambda m: None)
     with fixed.step_threads("cpu"):  # a number is sampling's alone: the step keeps torch's own
         assert torch.get_num_threads() == before
+
+
+def test_grpo_train_runs_each_step_on_the_threads_auto_chose(train, monkeypatch):
+    """The trainer wires it in: with the meter saying 1 thread, every loss of a real (tiny)
+    run is computed on 1 thread, where torch's own are more."""
+    from grpo_core.trainer import threads as threads_module
+    from grpo_core.trainer.trainer import GrpoTrainer
+
+    before = torch.get_num_threads()
+    if before == 1:
+        pytest.skip("torch runs on 1 thread here: auto cannot go lower")
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # else auto keeps the user's count
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(threads_module.CoreMeter, "threads", lambda self, ceiling: 1)
+    seen, real = [], GrpoTrainer._compute_loss
+
+    def watched(self, model, inputs):
+        seen.append(torch.get_num_threads())
+        return real(self, model, inputs)
+
+    monkeypatch.setattr(GrpoTrainer, "_compute_loss", watched)
+    train()
+    assert seen and set(seen) == {1}, seen
+    assert torch.get_num_threads() == before
 
 
 def _config():

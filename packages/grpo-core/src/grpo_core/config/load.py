@@ -206,8 +206,7 @@ def _dataset(raw: dict, problems: Problems) -> DatasetSection:
         raw["dataset"] = {"name": raw["dataset"]}
     dataset = read_section(raw, "dataset", DatasetSection, "", problems)
     if not dataset.name:
-        named = isinstance(raw.get("dataset"), dict) and raw["dataset"].get("name") not in (None, "")
-        if not named:  # (a name that is not text is a problem of its own, reported with its value)
+        if "dataset.name" not in problems.failed:  # a name that is not text: reported with its value
             problems.add("dataset.name is required, e.g. dataset: {name: arithmetic}; list them with "
                          "`grpo datasets list`.")
         return dataset

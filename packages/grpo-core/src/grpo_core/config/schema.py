@@ -268,4 +268,5 @@ def check_section_values(section, name: str, problems: Problems) -> None:
         problem = value_problem(f"{name}.{f.name}", value, vtype, section_range(f, vtype), default)
         if problem:
             problems.add(problem)
+            problems.failed.add(f"{name}.{f.name}")  # later steps need not report its default
             setattr(section, f.name, default)
