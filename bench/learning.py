@@ -13,7 +13,7 @@ by name, GRPOConfig):
 - ``zvp-ALPHA``: ``grpo train`` with RL-ZVP (``learning.method: zvp(alpha=ALPHA)``): flat
   correctness groups teach through entropy-shaped token advantages;
 - ``sign``: ``learning.method: sign`` (flat groups get +-0.1 on every token: zvp's control);
-- ``iter2``: two optimizer steps per generation batch (``num_iterations: 2``);
+- ``iter2``: two optimizer steps per generation batch (``num_iterations: 2``; ``iterN``: N);
 - ``gen2``: two completions per prompt and twice the prompts per step (``num_generations: 2``);
 - ``A+B``: both (``zvp-0.1+iter2``).
 
@@ -193,7 +193,7 @@ def _step_time(steps: list[dict]) -> float:
     return statistics.median(gaps) if gaps else float("nan")
 
 
-ARMS = ("bare", "denominator", "grpo", "dynamic", "zvp-0.05", "zvp-0.1", "zvp-0.2", "sign", "iter2", "gen2")
+ARMS = ("bare", "denominator", "grpo", "dynamic", "zvp-0.05", "zvp-0.1", "zvp-0.2", "sign", "iter2", "iter4", "gen2")
 
 
 def arm_flags(arm: str, opts) -> list[str]:
@@ -207,8 +207,8 @@ def arm_flags(arm: str, opts) -> list[str]:
             flags += ["--learning.method", f"zvp(alpha={float(part[4:])})", "--learning.metric", opts.metric]
         elif part == "sign":
             flags += ["--learning.method", "sign", "--learning.metric", opts.metric]
-        elif part == "iter2":
-            flags += ["--num_iterations", "2"]
+        elif part.startswith("iter") and part[4:].isdigit() and int(part[4:]) >= 2:
+            flags += ["--num_iterations", part[4:]]
         elif part == "gen2":
             flags += ["--num_generations", "2"]
         elif part != "grpo":

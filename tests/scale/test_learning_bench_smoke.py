@@ -66,3 +66,17 @@ def test_differences_against_bare_by_hand():
             ("steps", "zvp-0.1"): (0.5, 0.1, 1e-3)}  # no bare on steps: no difference to show
     assert b.differences(best) == [
         "difference, tokens: zvp-0.1 (lr 0.0005) - bare (lr 0.00025): +0.100 ± 0.050 (+2.0 SE)"]  # 0.05 = hypot(.03, .04)
+
+
+def test_arm_names_become_the_settings_they_stand_for():
+    b = bench()
+    opts = type("Opts", (), {"metric": "math.correctness", "max_rounds": 3})()
+    flags = b.arm_flags("iter4", opts)  # iterN: N optimizer steps per generation batch
+    assert flags[flags.index("--num_iterations") + 1] == "4"
+    assert flags[-2:] == ["--sampling.dynamic", "false"]
+    both = b.arm_flags("zvp-0.2+iter2", opts)
+    assert both[both.index("--learning.method") + 1] == "zvp(alpha=0.2)"
+    assert both[both.index("--num_iterations") + 1] == "2"
+    for bad in ("iter1", "iterx", "iter"):  # one iteration is bare; the name is refused, not run as bare
+        with pytest.raises(SystemExit, match=f"unknown arm '{bad}'"):
+            b.arm_flags(bad, opts)
