@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ..core.fakedist import make_dist
@@ -114,16 +115,18 @@ def register_datasets(register):
 """
 
 
-def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_path):
+@pytest.mark.parametrize("oversample", [1, 2])
+def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_path, oversample):
     """Each process holds one group a step; a round ends only when both have a group with a
-    spread, so both make the same number of rounds (else the gathers would hang)."""
+    spread, so both make the same number of rounds (else the gathers would hang). With
+    oversample 2 each process scores 2 groups a round, in one call."""
     site, marks, out = tmp_path / "site", tmp_path / "marks", tmp_path / "out"
     marks.mkdir()
     make_dist(site, "grpo-marks", {"marks": "grpo_marks"}, {"grpo_marks": PARITY + TOY})
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump({
         "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
-        "dataset": {"name": "toy2"}, "rewards": ["marks.parity"], "sampling": {"dynamic": True, "max_rounds": 8},
+        "dataset": {"name": "toy2"}, "rewards": ["marks.parity"], "sampling": {"dynamic": True, "max_rounds": 8, "oversample": oversample},
         "max_steps": 3, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
         "gradient_checkpointing": False, "save_strategy": "no", "report_to": [], "seed": 0, "output_dir": str(out),
     }))
@@ -135,12 +138,15 @@ def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_p
         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-12000:]
     calls = [[n for n in (marks / f"calls{r}.log").read_text().split() if n != "0"] for r in (0, 1)]
-    assert calls[0] == calls[1] and set(calls[0]) == {"4"}  # the same rounds, 4 completions each
+    assert calls[0] == calls[1] and set(calls[0]) == {str(4 * oversample)}  # the same rounds, one call each
     steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x]
     assert [s["sampling/flat_share_trained"] for s in steps] == [0.0, 0.0, 0.0]
     assert sum(s["sampling/rounds"] for s in steps) == len(calls[0]) > 3  # one scoring call per round; some step redrew
-    assert all(s["sampling/groups_generated"] == 2 * s["sampling/rounds"] for s in steps)
+    assert all(s["sampling/groups_generated"] == 2 * oversample * s["sampling/rounds"] for s in steps)
     from grpo_core.trainer import rollout_log
 
     log = rollout_log.read(out).to_pylist()  # the main process wrote both processes' completions
-    assert len(log) == 4 * 2 * len(calls[0])
+    assert len(log) == 4 * 2 * oversample * len(calls[0])
+    for step in {r["step"] for r in log}:  # each process trained one group of its own share of each round
+        trained = sorted((r["round"], r["group"]) for r in log if r["step"] == step and r["trained"])
+        assert len(trained) == 2 * 4 and {g // oversample for _, g in trained} == {0, 1}

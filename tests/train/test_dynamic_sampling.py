@@ -150,6 +150,32 @@ def test_dynamic_sampling_trains_no_flat_group_and_counts_what_it_dropped(grpo, 
     assert all(gap < 1e-4 for _, gap in seen["ref_gap"]), seen["ref_gap"]
 
 
+def test_oversample_makes_each_round_one_call_for_k_times_the_groups(grpo, parity_reward, tmp_path, monkeypatch):
+    """oversample 3: each round scores 6 groups (24 rows) in one call; the step trains the
+    first two odd (spread) groups generated and drops the rest."""
+    seen = watch_training(monkeypatch)
+    code, out, err = grpo(TINY, *ARGS, "--sampling.dynamic", "true", "--sampling.max_rounds", "8",
+                          "--sampling.oversample", "3", "--beta", "0.04")
+    assert code == 0, out + err
+    log = rollout_log.read(tmp_path / "out").to_pylist()
+    for step in steps_of(tmp_path / "out" / "metrics.jsonl"):
+        rows = [r for r in log if r["step"] == step["step"]]
+        rounds = sorted({r["round"] for r in rows})
+        groups = {(r["round"], r["group"]): r["prompt"] for r in rows}
+        assert all(sum(r["round"] == k for r in rows) == 24 for k in rounds)  # 6 groups of 4 a round
+        assert step["sampling/groups_generated"] == 6 * len(rounds) == len(groups)
+        assert step["sampling/groups_dropped"] == 6 * len(rounds) - 2
+        odd = [key for key, prompt in sorted(groups.items()) if not even(prompt)]
+        assert len(odd) >= 2 and odd[1][0] == rounds[-1]
+        assert sorted({(r["round"], r["group"]) for r in rows if r["trained"]}) == odd[:2]
+        assert step["sampling/flat_share_trained"] == 0.0 and step["frac_reward_zero_std"] == 0.0
+        batch = [r for r in seen["rows"] if r[0] == step["step"]]
+        expected = [(int(r["prompt"].split()[2]), r["completion"]) for key in odd[:2]
+                    for r in rows if (r["round"], r["group"]) == key]
+        assert sorted((n, c) for _, n, c, _ in batch) == sorted(expected)
+    assert all(gap < 1e-4 for _, gap in seen["ref_gap"]), seen["ref_gap"]
+
+
 def test_full_fine_tuning_trains_on_the_reference_models_log_probs_of_the_picked_rows(grpo, parity_reward, tmp_path,
                                                                                        monkeypatch):
     """No adapters: the reference is TRL's frozen copy of the starting model, run once on

@@ -23,6 +23,7 @@ from grpo_core.trainer.dynamic import (
     choose,
     enough,
     metrics,
+    own,
     relog,
     trained_figures,
     trained_scores,
@@ -153,6 +154,42 @@ def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
     assert trainer.references == [False, False]
     assert trainer.referenced == [out["completion_ids"].tolist()]
     assert out["ref_per_token_logps"].tolist() == [[-2.0] * 3, [-3.0] * 3, [-12.0, -12.0, 1.0], [-13.0, -13.0, 1.0]]
+
+
+def test_oversample_generates_the_places_times_k_groups_in_one_call_and_trains_the_first_with_a_spread():
+    """oversample 3, 2 places, groups of 2: round 0 is one call on TRL's 2 prompts and 4
+    fresh ones (12 rows). Its groups score flat, spread, flat, spread, spread, flat: the
+    first two with a spread (1 and 3) are trained, group 4's spread is dropped, and no
+    second round is made."""
+    data = [{"prompt": f"q{i}"} for i in range(8)]
+    scores = [1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    trainer = _FakeTrainer([scores], widths=[2])
+    dyn = DynamicSampling(DynamicSettings(max_rounds=3, oversample=3), data, group_size=2, local_batch=4, seed=0)
+    inputs = [data[0], data[0], data[1], data[1]]
+    out = dyn.generate(trainer, inputs)
+    drawn = PromptStream(8, seed=0).take(4)
+    assert trainer.batches == [inputs + [data[i] for i in drawn for _ in range(2)]]
+    assert dyn.stream.position == 4
+    assert out["completion_ids"].tolist() == [[2, 2], [3, 3], [6, 6], [7, 7]]  # groups 1 and 3, rows 2-3 and 6-7
+    assert out["advantages"].tolist() == [2.0, 3.0, 6.0, 7.0]
+    assert int(out["num_items_in_batch"]) == 8
+    assert dyn.picks == [(0, 1), (0, 3)]
+    assert trainer.recorded == {"sampling/rounds": 1.0, "sampling/groups_generated": 6.0,
+                                "sampling/groups_dropped": 4.0, "sampling/flat_share_trained": 0.0}
+    assert trainer.trained_rewards == {"a": [0.0, 1.0, 1.0, 0.0]}
+    assert trainer.logged["frac_reward_zero_std"] == [0.0]  # the round's 3 flat groups of 6 kept apart
+    assert trainer.logged["sampling/all_rounds/frac_reward_zero_std"] == [0.5]
+    assert trainer.referenced == [out["completion_ids"].tolist()]
+
+
+def test_oversampled_rounds_give_each_process_its_own_share():
+    """2 processes, 1 place each, oversample 3: each round's gathered flags hold process
+    0's 3 groups, then process 1's."""
+    first = [True, True, True, False, True, True]  # process 0: none with a spread; process 1: its group 0
+    assert own(first, 1, 2) == [False, True, True] and not enough([first], local=1, processes=2)
+    second = [True, False, True, True, True, True]
+    assert enough([first, second], local=1, processes=2)
+    assert [choose([own(f, p, 2) for f in (first, second)], 1) for p in (0, 1)] == [([(1, 1)], 0), ([(0, 0)], 0)]
 
 
 def test_one_round_with_enough_returns_trls_batch_as_it_was():

@@ -123,6 +123,9 @@ class SamplingSection:
                             "replaced by groups for fresh prompts.")
     max_rounds: int = setting(3, "Generations per batch at most, with dynamic sampling (the first counts).",
                               minimum=1)
+    oversample: int = setting(1, "Groups generated per place the batch has, in each round's one generate call "
+                              "(verl's gen_batch_size over train_batch_size): 3 generates three times the "
+                              "groups needed at once and trains on the first with a spread.", minimum=1)
     metric: str = setting("total", "What \"flat\" is judged on: total (the weighted sum, TRL's advantage) or one "
                           "reward's logged name (math.correctness).")
 

@@ -55,7 +55,8 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
         sampling=sampling, guard=guard, environment_rewards=environment_rewards,
         rewards=PolicySettings(h.window, h.max_reward_errors, Stalls(h.max_reward_timeouts, h.on_reward_timeout),
                                h.reward_time_limit),
-        dynamic=DynamicSettings(cfg.sampling.max_rounds, cfg.sampling.metric) if cfg.sampling.dynamic else None,
+        dynamic=DynamicSettings(cfg.sampling.max_rounds, cfg.sampling.metric, cfg.sampling.oversample)
+        if cfg.sampling.dynamic else None,
         rollout_log=RolloutLogSettings(prepared.root / FOLDER, every, plan.section.name, offset,
                                        prompt_index(prepared.train_ds)) if every else None,
         resume=ResumeSettings(record if record is not None else settings_of(cfg, plan, len(prepared.train_ds))),

@@ -29,6 +29,12 @@ flat share trained on is logged.
   groups included, are logged apart as ``sampling/all_rounds/<figure>``.
 - The reference model's log-probs (beta > 0) are computed once, for the batch
   trained, not for every round: a dropped group costs its generation and scoring only.
+- ``sampling.oversample: k`` makes each round one generate call for ``k`` times the
+  groups the batch holds (the first round: TRL's prompts and fresh ones after them), as
+  verl's ``gen_batch_size`` above its ``train_batch_size``: the first groups with a
+  spread are trained, the rest dropped. Fewer, larger generate calls cost fewer seconds
+  a step where a batch of sequences generates in little more time than one, at the price
+  of the dropped groups' tokens.
 
 verl (``algorithm.filter_groups``), ms-swift (``--dynamic_sample``) and the DAPO
 paper do the same on their own trainers; TRL has no such option (#3708).
@@ -60,13 +66,21 @@ class DynamicSettings:
 
     max_rounds: int = 3  # generations per batch at most
     metric: str = "total"  # flat on the weighted total, or on this reward's scores
+    oversample: int = 1  # groups generated per place, in each round's one generate call
+
+
+def own(flags: Sequence[bool], process: int, processes: int) -> Sequence[bool]:
+    """A process's groups among a round's gathered flags: every process generated as many
+    (``len(flags) // processes``), and process ``p``'s come ``p``-th."""
+    n = len(flags) // processes
+    return flags[process * n:(process + 1) * n]
 
 
 def enough(flat_by_round: list[list[bool]], local: int, processes: int) -> bool:
     """The rounds' decision: does every process have ``local`` groups with a spread among
-    the rounds so far? Process ``p`` owns groups ``p * local`` to ``(p + 1) * local - 1``
-    of every round (the flags are gathered, the same on every process)."""
-    return all(sum(not f for flags in flat_by_round for f in flags[p * local:(p + 1) * local]) >= local
+    the rounds so far (its own, :func:`own`; the flags are gathered, the same on every
+    process)?"""
+    return all(sum(not f for flags in flat_by_round for f in own(flags, p, processes)) >= local
                for p in range(processes))
 
 
@@ -200,25 +214,27 @@ class DynamicSampling:
         logged = {k: len(v) for k, v in trainer.metrics().items()}
         names, weights = list(trainer.reward_func_names), trainer.reward_weights.tolist()
         for round_ in range(self.settings.max_rounds):
-            batch = inputs if round_ == 0 else self.fresh(local, procs, me)
-            outputs.append(trainer.score_round(batch, round_, reference=False))
+            outputs.append(trainer.score_round(self.round_prompts(inputs, round_, local, procs, me), round_,
+                                               reference=False))
             logs = trainer.last_batch_logs()
             scores.append({n: list(logs["rewards"][n]) for n in names})
             flags.append(self.flat(logs, names, weights))
             if enough(flags, local, procs):
                 break
-        chosen = [choose([fl[p * local:(p + 1) * local] for fl in flags], local) for p in range(procs)]
+        chosen = [choose([own(fl, p, procs) for fl in flags], local) for p in range(procs)]
         # (round, group over every process) of each group trained
-        picks = [(r, p * local + group) for p, (picked, _) in enumerate(chosen) for r, group in picked]
-        if len(outputs) > 1:
+        picks = [(r, p * (len(flags[r]) // procs) + group) for p, (picked, _) in enumerate(chosen)
+                 for r, group in picked]
+        whole = len(outputs) == 1 and self.settings.oversample == 1  # TRL's batch as it came
+        if not whole:
             trained = trained_scores(scores, names, picks, g)
             relog(trainer.metrics(), logged, trained_figures(trained, weights, g))
             trainer.set_batch_rewards(trained)  # what adaptive weights read
-        # in the batch's row order (one round: TRL's own order); the rollout log marks them trained
-        self.picks = picks if len(outputs) > 1 else sorted(picks)
+        # in the batch's row order (TRL's own order when whole); the rollout log marks them trained
+        self.picks = sorted(picks) if whole else picks
         for name, value in metrics(flags, chosen, local, procs).items():
             trainer.record_metric(f"sampling/{name}", value)
-        if len(outputs) == 1:
+        if whole:
             out = outputs[0]
         else:
             out = merge(outputs, chosen[me][0], g, trainer.text_tokenizer.pad_token_id)
@@ -228,6 +244,14 @@ class DynamicSampling:
         if reference is not None:
             out["ref_per_token_logps"] = reference
         return out
+
+    def round_prompts(self, inputs: list[dict], round_: int, local: int, procs: int, me: int) -> list[dict]:
+        """A round's prompts, each repeated for its group: ``oversample`` times ``local``
+        groups, the first round's first ``local`` TRL's own."""
+        k = self.settings.oversample
+        if round_ == 0:
+            return inputs + self.fresh(local * (k - 1), procs, me) if k > 1 else inputs
+        return self.fresh(local * k, procs, me)
 
     def flat(self, logs: dict, names: Sequence[str], weights: Sequence[float]) -> list[bool]:
         """Per group of the batch just scored (TRL's gathered logs: the same on every
@@ -314,5 +338,5 @@ def metrics(flat_by_round: list[list[bool]], chosen: list[tuple[list, int]], loc
             "flat_share_trained": sum(flat for _, flat in chosen) / (local * processes)}
 
 
-__all__ = ["DynamicSettings", "DynamicSampling", "enough", "metrics", "trained_scores", "trained_figures", "relog", "flat_groups", "choose", "merge", "PromptStream",
+__all__ = ["DynamicSettings", "DynamicSampling", "enough", "own", "metrics", "trained_scores", "trained_figures", "relog", "flat_groups", "choose", "merge", "PromptStream",
            "STATE"]
