@@ -58,6 +58,25 @@ def test_readable_golds_pass_and_a_hedge_paying_reward_fails_a_probe(tmp_path, c
     capsys.readouterr()
 
 
+def test_a_system_prompt_given_as_text_is_checked_in_the_answer_layout_answer_template_names(tmp_path, capsys,
+                                                                                             no_model):
+    """A prompt given as text names no answer layout: the probes are written without an
+    answer line, where a last-number reader is paid for "3 or 9" (the gold last), and the
+    failure says how to name the layout; named, the same reward passes."""
+    rows = [{"question": q, "gold": a} for q, a in QUESTIONS]
+    text = "Reply with one line, 'Answer: <answer>', and nothing else."
+    reward = ["math.correctness(fallback_last_number=True)"]
+    assert main(["check", str(write_config(tmp_path, rows, reward, system_prompt=text))]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL math.correctness" in out
+    assert 'written with no answer line' in out and 'answer_template: "Answer: {answer}"' in out
+    cfg = write_config(tmp_path, rows, reward, system_prompt=text, answer_template="Answer: {answer}")
+    assert main(["check", str(cfg)]) == 0, capsys.readouterr().out
+    # a failure with the layout known says nothing of it
+    assert main(["check", str(write_config(tmp_path, rows, ["math.correctness(allow_expressions=True)"]))]) == 1
+    assert "no answer line" not in capsys.readouterr().out
+
+
 def test_a_reward_that_pays_a_sum_left_to_compute_fails_the_unevaluated_probe(tmp_path, capsys, no_model):
     # math-verify finds "5 + 1" equal to 6: a model that restates "What is 5 + 1?" would be paid for it
     rows = [{"question": q, "gold": a} for q, a in QUESTIONS]

@@ -322,7 +322,8 @@ def check_stage(stage_name: str, funcs: Sequence, weights: Sequence[float], data
     gold_means, gold_total, probes, flat, hedges = run_probes(funcs, weights, sample, template, all_probes(), picked,
                                                               guards)
     errors = [RewardErrors(g.__name__, g.failed, g.items, g.max_share) for g in guards if g.failed]
-    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat, hedges, errors)
+    return CheckReport(stage_name, n, gold, len(sample), gold_means, gold_total, probes, flat, hedges, errors,
+                       answer_layout=template is not None)
 
 
 def check_plans(cfg, train_ds, plans=None, *, limit: int | None = None, probe_rows: int | None = None,

@@ -82,6 +82,7 @@ class CheckReport:
     flat: dict[str, float] = field(default_factory=dict)  # rewards that scored every completion tried alike
     hedges: list[HedgePaid] = field(default_factory=list)  # rewards reading answers that pay probes like the gold
     errors: list[RewardErrors] = field(default_factory=list)  # rewards that failed on some completions
+    answer_layout: bool = True  # the probes were written in an answer layout (a template was known)
 
     @property
     def ok(self) -> bool:
@@ -134,6 +135,11 @@ def format_report(report: CheckReport) -> str:
     for p in failed:
         lines.append(f"  {p.probe.name} ({p.probe.description}): {'; '.join(p.failures)}")
     lines += [f"  FAIL {_hedge_text(h, report.probe_rows)}" for h in report.hedges]
+    if (failed or report.hedges) and not report.answer_layout:
+        lines.append("  note: the probes and the gold were written with no answer line: the system prompt is "
+                     "text (or names none) and dataset.answer_template is unset. If the prompt asks for an "
+                     "answer line, say which, e.g. dataset: {answer_template: \"Answer: {answer}\"}, and the "
+                     "check writes them that way.")
     for name, value in report.flat.items():
         lines.append(f"  FAIL {name} gives every completion tried {value:.2f}, the gold included: it gives no "
                      f"learning signal (check its parameters against the system prompt's answer layout)")
