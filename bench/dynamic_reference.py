@@ -67,20 +67,26 @@ def _adapters_off(model) -> bool:
     return bool(layers) and all(layer.disable_adapters for layer in layers)
 
 
-def one_run(config: Path, steps: int, out: Path, overrides: list[str], old: bool) -> dict:
+def timed_run(config: Path, steps: int, out: Path, overrides: list[str]) -> tuple[float, list[dict]]:
+    """``grpo train``'s run of ``config`` for ``steps`` steps, quietly (held-out accuracy,
+    grpo check and checkpoints off): its training wall time and its metrics.jsonl rows."""
     from grpo_core.config.load import load_config
     from grpo_core.run.train import run
 
     argv = ["--max_steps", str(steps), "--output_dir", str(out), "--heldout.enabled", "false",
             "--save_strategy", "no", *overrides]
+    t0 = time.perf_counter()
+    result = run(load_config(config, argv), check=False, log=lambda line: None, overwrite=True,
+                 stream=io.StringIO())
+    seconds = time.perf_counter() - t0
+    assert result.global_step == steps, result
+    return seconds, [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def one_run(config: Path, steps: int, out: Path, overrides: list[str], old: bool) -> dict:
     rows: list[int] = []
     with counting(rows), (per_round() if old else contextlib.nullcontext()):
-        t0 = time.perf_counter()
-        result = run(load_config(config, argv), check=False, log=lambda line: None, overwrite=True,
-                     stream=io.StringIO())
-        seconds = time.perf_counter() - t0
-    assert result.global_step == steps, result
-    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        seconds, logged = timed_run(config, steps, out, overrides)
     figures = [{k: r.get(k) for k in FIGURES} for r in logged if "reward" in r]
     return {"seconds": seconds, "rows": sum(rows), "figures": figures}
 

@@ -13,28 +13,17 @@ when the rounds ran out). Held-out accuracy, grpo check and checkpoints are off.
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
+
+from dynamic_reference import timed_run  # bench/ is the script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def one_run(config: Path, steps: int, out: Path, overrides: list[str]) -> dict:
-    from grpo_core.config.load import load_config
-    from grpo_core.run.train import run
-
-    argv = ["--max_steps", str(steps), "--output_dir", str(out), "--heldout.enabled", "false",
-            "--save_strategy", "no", *overrides]
-    t0 = time.perf_counter()
-    result = run(load_config(config, argv), check=False, log=lambda line: None, overwrite=True,
-                 stream=io.StringIO())
-    seconds = time.perf_counter() - t0
-    assert result.global_step == steps, result
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    seconds, rows = timed_run(config, steps, out, overrides)
     steps_logged = [r for r in rows if "reward" in r]
     return {"seconds": seconds, "calls": sum(r.get("sampling/rounds", 1) for r in steps_logged),
             "tokens": steps_logged[-1]["tokens/generated_total"],
