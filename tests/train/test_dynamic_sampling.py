@@ -300,6 +300,8 @@ def trained_groups(out):
     (("--steps_per_generation", "2"), 4),
     # each generation batch is trained on twice (TRL reuses it; no new rounds on the second pass)
     (("--num_iterations", "2"), 2),
+    # the same split batch from rounds of 8 groups in one call each
+    (("--steps_per_generation", "2", "--sampling.oversample", "2"), 4),
 ])
 def test_dynamic_sampling_with_batches_reused_or_split_trains_only_spread_groups(grpo, parity_reward, tmp_path,
                                                                                   extra, groups):
