@@ -32,9 +32,10 @@ flat share trained on is logged.
 - ``sampling.oversample: k`` makes each round one generate call for ``k`` times the
   groups the batch holds (the first round: TRL's prompts and fresh ones after them), as
   verl's ``gen_batch_size`` above its ``train_batch_size``: the first groups with a
-  spread are trained, the rest dropped. Fewer, larger generate calls cost fewer seconds
-  a step where a batch of sequences generates in little more time than one, at the price
-  of the dropped groups' tokens.
+  spread are trained, the rest dropped. Fewer, larger generate calls can cost fewer
+  seconds a step where a batch of sequences generates in little more time than one, at
+  the price of the dropped groups' tokens; on 2 CPU cores they did not (1.035x the
+  seconds, 1.91x the tokens: ``bench/oversample.py``, docs/training.md).
 
 verl (``algorithm.filter_groups``), ms-swift (``--dynamic_sample``) and the DAPO
 paper do the same on their own trainers; TRL has no such option (#3708).
