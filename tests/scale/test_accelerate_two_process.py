@@ -126,7 +126,8 @@ def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_p
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump({
         "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
-        "dataset": {"name": "toy2"}, "rewards": ["marks.parity"], "sampling": {"dynamic": True, "max_rounds": 8, "oversample": oversample},
+        "dataset": {"name": "toy2"}, "rewards": ["marks.parity"],
+        "sampling": {"dynamic": True, "max_rounds": 8, "oversample": oversample},
         "max_steps": 3, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
         "gradient_checkpointing": False, "save_strategy": "no", "report_to": [], "seed": 0, "output_dir": str(out),
     }))

@@ -295,16 +295,16 @@ def trained_groups(out):
     return trained
 
 
-@pytest.mark.parametrize("extra, groups", [
+@pytest.mark.parametrize("extra, groups, per_round", [
     # a generation batch of 2 x 8 completions (4 groups) serves two optimizer steps
-    (("--steps_per_generation", "2"), 4),
+    (("--steps_per_generation", "2"), 4, 4),
     # each generation batch is trained on twice (TRL reuses it; no new rounds on the second pass)
-    (("--num_iterations", "2"), 2),
+    (("--num_iterations", "2"), 2, 2),
     # the same split batch from rounds of 8 groups in one call each
-    (("--steps_per_generation", "2", "--sampling.oversample", "2"), 4),
+    (("--steps_per_generation", "2", "--sampling.oversample", "2"), 4, 8),
 ])
 def test_dynamic_sampling_with_batches_reused_or_split_trains_only_spread_groups(grpo, parity_reward, tmp_path,
-                                                                                  extra, groups):
+                                                                                  extra, groups, per_round):
     code, out, err = grpo(TINY, *ARGS, "--max_steps", "4", "--sampling.dynamic", "true",
                           "--sampling.max_rounds", "8", *extra)
     assert code == 0, out + err
@@ -314,6 +314,10 @@ def test_dynamic_sampling_with_batches_reused_or_split_trains_only_spread_groups
     for step, chosen in trained.items():
         assert len(chosen) == groups, (step, chosen)
         assert not any(even(prompt) for _, _, prompt in chosen)
+    # every round generated per_round groups (oversample: in one call)
+    made = {(r["step"], r["round"], r["group"]) for r in rollout_log.read(tmp_path / "out").to_pylist()}
+    for step, round_ in {(s, r) for s, r, _ in made}:
+        assert sum(1 for s, r, _ in made if (s, r) == (step, round_)) == per_round, (step, round_)
 
 
 def test_dynamic_sampling_applies_to_every_stage(grpo, parity_reward, tmp_path):

@@ -251,7 +251,7 @@ class DynamicSampling:
         groups, the first round's first ``local`` TRL's own."""
         k = self.settings.oversample
         if round_ == 0:
-            return inputs + self.fresh(local * (k - 1), procs, me) if k > 1 else inputs
+            return (inputs + self.fresh(local * (k - 1), procs, me)) if k > 1 else inputs
         return self.fresh(local * k, procs, me)
 
     def flat(self, logs: dict, names: Sequence[str], weights: Sequence[float]) -> list[bool]:
