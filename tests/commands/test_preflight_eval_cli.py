@@ -160,6 +160,18 @@ def test_eval_rejects_a_directory_with_nothing_in_it(toy, tiny_model, tmp_path, 
     assert "holds neither an adapter" in capsys.readouterr().err
 
 
+def test_eval_of_a_run_that_stopped_names_its_last_checkpoint(toy, tiny_model, tmp_path, capsys):
+    # a run stopped at step 10 (non-finite gradients, a crash): checkpoints, no adapter/
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars"], lora={"r": 4, "lora_alpha": 8})
+    run = tmp_path / "stopped"
+    for step in (2, 10, 9):  # the last by number, not by name ("checkpoint-9" > "checkpoint-10")
+        (run / f"checkpoint-{step}").mkdir(parents=True)
+        (run / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    assert main(["eval", str(cfg), "--checkpoint", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "did not finish" in err and f"--checkpoint {run / 'checkpoint-10'}" in err
+
+
 def test_eval_without_checkpoint_evaluates_the_finished_run_in_the_configs_output_dir(toy, tiny_model, tmp_path,
                                                                                     capsys):
     run = tmp_path / "run"

@@ -94,6 +94,12 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
             )
     elif (checkpoint / "config.json").is_file():
         check_matches_base(checkpoint, base_path)
+    elif (last := outputs.last_checkpoint(checkpoint)) is not None:  # a run that stopped before its final save
+        raise GrpoError(
+            f"--checkpoint {checkpoint} is a grpo train run that did not finish (no adapter/ or model/); its last "
+            f"checkpoint is {last}: evaluate that (--checkpoint {last}), or finish the run first "
+            f"(grpo train CONFIG --resume)."
+        )
     else:
         raise GrpoError(
             f"--checkpoint {checkpoint} holds neither an adapter (adapter_config.json) nor a model "
