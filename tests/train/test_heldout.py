@@ -84,6 +84,21 @@ def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_corr
     assert json.loads(report.read_text())["trained"]["accuracy"] == pytest.approx(measured[4])
 
 
+def test_held_out_accuracy_on_a_step_that_reuses_a_batch_is_on_the_console(grpo, digit_correctness, tmp_path):
+    """num_iterations 2: steps 2 and 4 train the batch steps 1 and 3 generated, so their logs
+    carry no reward; the accuracy measured after them is still printed on a step line."""
+    code, out, err = grpo(TINY, "--max_steps", "4", "--num_iterations", "2", "--rewards", "test.has_digit",
+                          "--no-check", *HELDOUT)
+    assert code == 0, out + err
+    logged = {}
+    for r in records(tmp_path / "out" / "metrics.jsonl"):  # (the last step also logs the run's totals)
+        logged.setdefault(r["step"], {}).update(r)
+    assert "reward" in logged[1] and "reward" not in logged[2]  # step 2 reused step 1's batch
+    assert sorted(s for s, r in logged.items() if "eval/accuracy" in r) == [1, 2, 4]
+    for step in (2, 4):
+        assert [x for x in out.splitlines() if x.startswith(f"step {step}/4") and "held-out accuracy" in x], out
+
+
 @pytest.mark.parametrize("scores, top, expected", [
     ([1.0, 0.0, 1.0, 0.0], 1.0, 0.5),
     ([1.0, None, 0.0, None, 1.0, 1.0], 1.0, 0.75),  # None: no opinion, left out (3 of 4)

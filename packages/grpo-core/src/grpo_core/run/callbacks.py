@@ -114,7 +114,9 @@ class MetricsCallback(TrainerCallback):
                   "time": round(time.time(), 3)}
         with open(self.path, "a") as f:
             f.write(json.dumps(record, default=_json_default) + "\n")
-        if self.console and "reward" in logs:
+        # a step that generated (its rewards), or one that trained a reused batch (num_iterations > 1)
+        # after which held-out accuracy was measured
+        if self.console and ("reward" in logs or "eval/accuracy" in logs):
             clock = clock_text(now - self._start, state.global_step - self._first_step,
                                state.max_steps - state.global_step) if self._start is not None else None
             line = summary_line(step, self.offset + state.max_steps, logs,
