@@ -65,6 +65,11 @@ def test_nan_gradient_stops_with_a_resumable_checkpoint_of_the_last_finite_state
     text = out + err
     assert code == 1, text
     assert "step 3: the gradient norm is nan (learning rate" in text
+    # LoRA on all 7 linear layers of each of the tiny model's 2 layers, A and B: 28 tensors; the NaN came
+    # from the loss, so it reached all of them, the first attention's q_proj to the last MLP's down_proj
+    assert ("non-finite gradients in 28 of 28 trainable tensors, from base_model.model.model.layers.0.self_attn."
+            "q_proj.lora_A.default.weight to base_model.model.model.layers.1.mlp.down_proj.lora_B.default.weight"
+            in text)
     assert "lower learning_rate (now 0.001)" in text and "--resume" in text
     run = tmp_path / "out"
     # step 3's update was dropped: checkpoint-3 holds exactly the weights of checkpoint-2
@@ -146,6 +151,25 @@ def test_guard_drops_gradients_of_a_non_finite_step_and_keeps_the_snapshot():
     assert w.grad is None  # the optimizer skips a parameter without gradient
     assert torch.equal(w.detach(), torch.ones(3))  # a non-finite loss: weights from before step 1's update
     assert guard.stop is not None and guard.stop.metric == "loss" and guard.stop.restored
+
+
+def test_a_dropped_gradient_names_the_tensors_it_was_non_finite_in():
+    """A NaN made in layer k reaches the gradients of layer k and those below it: the event
+    names how many trainable tensors, and the first and last of them in the model's order."""
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    a, b, c = (torch.nn.Parameter(torch.ones(2)) for _ in range(3))
+    guard = Guard([frozen, a, b, c], policy="skip", snapshot=False, names=["embed", "l0.a", "l0.b", "l1.c"])
+    a.grad, b.grad, c.grad = torch.tensor([math.nan, 1.0]), torch.ones(2), torch.tensor([1.0, math.inf])
+    assert guard.before_update(torch.tensor(math.nan), step=4, lr=0.1) is False
+    [event] = guard.events
+    assert event.spread == (2, 3, "l0.a", "l1.c")
+    assert event.describe().endswith("; non-finite gradients in 2 of 3 trainable tensors, from l0.a to l1.c")
+    a.grad, b.grad, c.grad = torch.ones(2), torch.tensor([math.nan, 0.0]), None  # c: no gradient this step
+    assert guard.before_update(torch.tensor(math.nan), step=5, lr=0.1) is False
+    assert guard.events[-1].describe().endswith("; non-finite gradients in 1 of 2 trainable tensors, l0.b")
+    guard.observe_loss(torch.tensor(math.nan))  # a non-finite loss: no gradient tally
+    assert guard.before_update(torch.tensor(1.0), step=6, lr=0.1) is False
+    assert guard.events[-1].spread is None and "trainable tensors" not in guard.events[-1].describe()
 
 
 def test_guard_without_snapshot_cannot_restore_non_finite_weights():

@@ -50,6 +50,9 @@ class Event:
     restored: bool  # the weights from before the last update were put back
     weights_of: int = -1  # the step whose finished weights the model holds now (0: the start)
     sizes: tuple[float, float] = (math.nan, math.nan)  # "jump": largest |weight| before and after
+    # "grad_norm": (trainable tensors with a non-finite gradient, of how many, the first and last of them
+    # in the model's order): a NaN made in layer k reaches the gradients of layers k and below only
+    spread: tuple[int, int, str, str] | None = None
 
     @property
     def saves_checkpoint(self) -> bool:
@@ -66,7 +69,12 @@ class Event:
         what = {"loss": "the loss", "grad_norm": "the gradient norm",
                 "weights": "the trainable weights after the update"}[self.metric]
         shown = "are non-finite" if self.metric == "weights" else f"is {self.value}"
-        return f"step {self.step}: {what} {shown} (learning rate {self.learning_rate:.3g})"
+        text = f"step {self.step}: {what} {shown} (learning rate {self.learning_rate:.3g})"
+        if self.spread is not None:
+            bad, of, first, last = self.spread
+            text += f"; non-finite gradients in {bad} of {of} trainable tensors, " + (
+                f"{first}" if bad == 1 else f"from {first} to {last}")
+        return text
 
 
 @dataclass(frozen=True)
@@ -84,12 +92,14 @@ class Guard:
     """Checks one optimizer step at a time; see the module docstring."""
 
     def __init__(self, params: list[torch.Tensor], *, policy: str = "stop", snapshot: bool = True,
-                 max_skips: int = 10, max_jump: float = MAX_JUMP):
+                 max_skips: int = 10, max_jump: float = MAX_JUMP, names: list[str] | None = None):
         import torch
 
         if policy not in ("stop", "skip"):
             raise ValueError(f"policy {policy!r} is not stop or skip")
+        names = names if names is not None else [f"tensor {i}" for i in range(len(params))]
         self.params = [p for p in params if p.requires_grad]
+        self.names = [n for n, p in zip(names, params, strict=True) if p.requires_grad]
         self.policy = policy
         self.max_skips = max_skips
         self._snapshot = [torch.empty_like(p) for p in self.params] if snapshot else None
@@ -105,11 +115,11 @@ class Guard:
         self._reported = 0  # events already handed out by unreported()
 
     @classmethod
-    def of(cls, settings: GuardSettings, params: list[torch.Tensor]) -> Guard:
+    def of(cls, settings: GuardSettings, params: list[torch.Tensor], names: list[str] | None = None) -> Guard:
         """The guard of a model's parameters (all of them: the snapshot's "auto" weighs
-        the trainable share)."""
+        the trainable share), ``names`` in the same order for the messages."""
         return cls(params, policy=settings.policy, max_skips=settings.max_skips, max_jump=settings.max_jump,
-                   snapshot=wants_snapshot(settings.snapshot, params, sum(p.numel() for p in params)))
+                   snapshot=wants_snapshot(settings.snapshot, params, sum(p.numel() for p in params)), names=names)
 
     def unreported(self) -> list[Event]:
         """The events since the last call (each handed out once)."""
@@ -145,13 +155,25 @@ class Guard:
             self.consecutive = 0
             self._take_snapshot(step - 1)
             return True
+        metric = "loss" if not flags[0] else "grad_norm"
+        spread = self._spread() if metric == "grad_norm" else None
         for p in self.params:
             p.grad = None
-        metric = "loss" if not flags[0] else "grad_norm"
         restored = metric == "loss" and self._restore()
         self._record(Event(step, metric, float(norm) if metric == "grad_norm" else math.nan, lr,
-                           restored=restored, weights_of=self._snapshot_of if restored else step - 1))
+                           restored=restored, weights_of=self._snapshot_of if restored else step - 1, spread=spread))
         return False
+
+    def _spread(self) -> tuple[int, int, str, str] | None:
+        """Which trainable tensors hold a non-finite gradient (one sync; only on a dropped update)."""
+        import torch
+
+        with_grad = [(n, p.grad) for n, p in zip(self.names, self.params) if p.grad is not None]
+        if not with_grad:
+            return None
+        finite = torch.stack([torch.isfinite(g).all() for _, g in with_grad]).tolist()
+        bad = [n for (n, _), ok in zip(with_grad, finite) if not ok]
+        return (len(bad), len(with_grad), bad[0], bad[-1]) if bad else None
 
     def after_update(self, step: int, lr: float) -> bool:
         """True when every trainable weight is finite after the update."""

@@ -61,7 +61,8 @@ class GrpoTrainer(GRPOTrainer):
                                     vllm=self.use_vllm, log=log, model=self.model)
         if features.trainable is not None:
             _cast_trainable(self.model, getattr(torch, features.trainable))
-        self.guard = Guard.of(features.guard, list(self.model.parameters()))
+        named = list(self.model.named_parameters())
+        self.guard = Guard.of(features.guard, [p for _, p in named], names=[n for n, _ in named])
         self.generations = 0  # generation batches scored in training so far
         self.rollout_log = None if features.rollout_log is None else RolloutLog(
             features.rollout_log, group_size=self.num_generations)
