@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# examples/quickstart-gpu.yaml as it is and with num_iterations 2 (half the learning rate, twice
+# the steps: the same generated tokens), seeds 0 and 1: four runs side by side on one GPU, then
+# `grpo eval --limit 64` on each (on its last checkpoint when the run stopped). One line per run.
+#
+#   bash bench/quickstart_gpu.sh                  # on the GPU machine, after .gpu/remote-setup.sh (docs/gpu.md)
+#   MODEL=smollm2-135m GRPO=grpo bash bench/quickstart_gpu.sh    # where grpo is installed
+#
+# env: MODEL (default /root/m/smollm2.gguf), PY (python3), GRPO (default $PY -m grpo_core), DIR (outputs/qg),
+# EXTRA (more overrides for every run, e.g. a short dry run on a CPU), LIMIT (eval prompts, 64).
+# On an H200 (2026-11-26) the four runs took over 6 minutes together: plan for 7.
+set -u
+MODEL=${MODEL:-/root/m/smollm2.gguf}; PY=${PY:-python3}; GRPO=${GRPO:-$PY -m grpo_core}; DIR=${DIR:-outputs/qg}
+LIMIT=${LIMIT:-64}; EXTRA=${EXTRA:-}
+export GRPO_MATH_WORKERS=${GRPO_MATH_WORKERS:-2}
+mkdir -p "$DIR"
+sed "s#^  id: smollm2-135m#  id: $MODEL#" examples/quickstart-gpu.yaml > "$DIR/config.yaml"
+# convert a .gguf once, before four processes would each do it
+$PY -c "from grpo_core.config.models import resolve; resolve('$MODEL')" 2>/dev/null || true
+
+weights() {  # the finished run's folder, else its last checkpoint
+  if [ -d "$1/adapter" ] || [ -d "$1/model" ]; then echo "$1"; return; fi
+  ls -d "$1"/checkpoint-* 2>/dev/null | awk -F'checkpoint-' '{print $NF, $0}' | sort -n | tail -1 | cut -d' ' -f2
+}
+
+one() {
+  local tag=$1 seed=$2; shift 2
+  local start=$SECONDS
+  # shellcheck disable=SC2086
+  $GRPO train "$DIR/config.yaml" --seed "$seed" --output_dir "$DIR/$tag" "$@" $EXTRA > "$DIR/$tag.train.log" 2>&1
+  local rc=$? took=$((SECONDS - start)) base=--no-base w
+  [ "$tag" = bare-0 ] && base=
+  w=$(weights "$DIR/$tag")
+  if [ -n "$w" ]; then
+    $GRPO eval "$DIR/config.yaml" --checkpoint "$w" --limit "$LIMIT" $base --output "$DIR/$tag.eval.json" \
+      > "$DIR/$tag.eval.log" 2>&1
+  fi
+  echo "$tag rc=$rc train_s=$took weights=${w:-none}" >> "$DIR/runs.txt"
+}
+
+rm -f "$DIR/runs.txt"
+one bare-0 0 & one bare-1 1 &
+one iter2-0 0 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
+one iter2-1 1 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
+wait
+sort "$DIR/runs.txt"
+for f in "$DIR"/*.eval.json; do
+  [ -f "$f" ] || continue
+  $PY - "$f" <<'EOPY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b, t = d["base"], d["trained"]
+print(f"{sys.argv[1].rsplit('/', 1)[-1][:-10]:9} held-out accuracy {t['accuracy']:.3f} (n {t['n']}, "
+      f"{t['mean_tokens']:.1f} tokens, truncated {t['truncated']:.2f})"
+      + (f"; base model {b['accuracy']:.3f}" if b else "") + f"  [{d['checkpoint']}]")
+EOPY
+done
+grep -h "gradient norm is\|Training stopped" "$DIR"/*.train.log | cut -c1-300
