@@ -52,7 +52,7 @@ d = json.load(open(sys.argv[1]))
 b, t = d["base"], d["trained"]
 print(f"{sys.argv[1].rsplit('/', 1)[-1][:-10]:9} held-out accuracy {t['accuracy']:.3f} (n {t['n']}, "
       f"{t['mean_tokens']:.1f} tokens, truncated {t['truncated']:.2f})"
-      + (f"; base model {b['accuracy']:.3f}" if b else "") + f"  [{d['checkpoint']}]")
+      + (f"; base model {b['accuracy']:.3f}" if b and b.get("accuracy") is not None else "") + f"  [{d['checkpoint']}]")
 EOPY
 done
 grep -h "gradient norm is\|Training stopped" "$DIR"/*.train.log | cut -c1-300
