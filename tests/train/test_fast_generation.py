@@ -82,3 +82,22 @@ def test_bad_fast_generation_value_is_a_config_error(toy_plugin, tiny_model):
 
     with pytest.raises(ConfigError, match="model.fast_generation is 'fast'; use one of true, false, auto"):
         load_config(TINY, ["--model.id", str(tiny_model), "--model.fast_generation", "fast"])
+
+
+@pytest.mark.parametrize("setting, device, off", [(None, "cuda", True), ("true", "cuda", False),
+                                                  (None, "cpu", False), ("false", "cpu", False)])
+def test_cudnn_attention_is_turned_off_for_training_on_cuda_unless_asked_for(toy_plugin, tiny_model, setting,
+                                                                              device, off):
+    """torch's cuDNN sdpa kernel returns NaN gradients on H100/H200 for some batch lengths
+    (pytorch#196678): a CUDA run turns it off for its process unless model.cudnn_attention is true."""
+    from grpo_core.run.prepare import cudnn_attention
+
+    cfg = load_config(TINY, ["--model.id", str(tiny_model)]
+                      + (["--model.cudnn_attention", setting] if setting else []))
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    try:
+        assert cudnn_attention(cfg, device) is off
+        assert torch.backends.cuda.cudnn_sdp_enabled() is (not off)
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before)

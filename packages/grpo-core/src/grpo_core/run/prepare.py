@@ -250,6 +250,23 @@ def lora_config(cfg: RunConfig):
         raise ConfigError(f"lora: {exc}") from None
 
 
+def cudnn_attention(cfg: RunConfig, device: str) -> bool:
+    """``model.cudnn_attention`` false (the default) turns torch's cuDNN kernel for sdpa
+    off on CUDA, for the process: with an attention mask, a batch 64 tokens long (mod
+    128) and a row of very negative scores, its backward returns NaN gradients
+    (pytorch#196678, torch 2.11 on, H100/H200). GRPO batches are prompts plus completions
+    that shorten as training goes, so such a length comes: with it on, three of four runs
+    of examples/quickstart-gpu.yaml stopped on NaN gradients on an H200 (torch 2.11) once
+    their completions had shortened (docs/gpu.md; the cause inferred from the upstream
+    report's conditions, not seen). Returns whether it was turned off."""
+    if device != "cuda" or cfg.model.cudnn_attention:
+        return False
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    return True
+
+
 # ------------------------------------------------------------------ sampling
 
 
@@ -315,6 +332,7 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
     log(f"Loaded {cfg.model.id} ({sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters) "
         f"on {p.device} in {time.perf_counter() - t0:.1f}s: {precision.describe(cfg.lora is not None)}"
         + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")
+        + (", attention without cuDNN's kernel (model.cudnn_attention)" if cudnn_attention(cfg, p.device) else "")
         + ".")
     return model, tokenizer, precision
 
