@@ -16,7 +16,9 @@ warm-up (it includes compilation) and is reported apart.
 Per row: tokens/s (prompt + completion tokens TRL counts, per second of step
 time after the first step), peak GPU memory, and the mean step split in
 seconds: generation / rewards / the rest (log-probs, forward-backward,
-optimizer), the same instrumentation on both sides; then the grpo/bare ratios.
+optimizer), the same instrumentation on both sides, and on CUDA whether cuDNN's
+attention kernel ran (grpo turns it off: model.cudnn_attention; bare TRL keeps
+torch's default); then the grpo/bare ratios.
 Needs grpo-datasets and grpo-rewards-format installed.
 """
 
@@ -91,7 +93,9 @@ def report(clock):
     peak = torch.cuda.max_memory_allocated() / 2**30 if CUDA else 0.0
     print("RESULT " + json.dumps({"tokens_per_s": tokens / seconds, "peak_gib": peak, "warmup_s": warm[0],
                                   "step_s": seconds / n, "generation_s": gen, "rewards_s": rew,
-                                  "rest_s": seconds / n - gen - rew}))
+                                  "rest_s": seconds / n - gen - rew,
+                                  # the attention kernel grpo turns off on CUDA (model.cudnn_attention)
+                                  "cudnn_sdpa": torch.backends.cuda.cudnn_sdp_enabled() if CUDA else None}))
 """
 
 GRPO = COMMON + """\
@@ -188,7 +192,8 @@ def split(r: dict | str) -> str:
     if isinstance(r, str):
         return r
     return (f"{r['tokens_per_s']:.0f} tok/s, {r['peak_gib']:.2f} GiB, {r['step_s']:.2f}s = gen {r['generation_s']:.2f} + rew {r['rewards_s']:.3f} + "
-            f"rest {r['rest_s']:.2f} (warm-up {r['warmup_s']:.0f}s)")
+            f"rest {r['rest_s']:.2f} (warm-up {r['warmup_s']:.0f}s"
+            + ("" if r.get("cudnn_sdpa") is None else f"; cuDNN attention {'on' if r['cudnn_sdpa'] else 'off'}") + ")")
 
 
 def table(rows) -> None:
