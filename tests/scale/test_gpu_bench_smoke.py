@@ -35,6 +35,7 @@ def test_report_leaves_the_warm_up_step_out_and_splits_the_mean_step(monkeypatch
     result = json.loads(capsys.readouterr().out.split("RESULT ", 1)[1])
     # after the warm-up: 292 - 100 = 192 tokens in 2 + 4 = 6 s; per step 3 s = 1.5 gen + 0.5 rew + 1.0 rest
     result.pop("peak_gib")
+    assert result.pop("cudnn_sdpa") is None  # which attention kernel ran: said on CUDA only
     assert result == pytest.approx({"tokens_per_s": 32.0, "warmup_s": 10.0, "step_s": 3.0, "generation_s": 1.5,
                                     "rewards_s": 0.5, "rest_s": 1.0})
 
@@ -68,3 +69,12 @@ def test_gpu_bench_smoke_mode_measures_the_same_work_on_both_sides(monkeypatch, 
     # the timed parts lie inside the step: generation takes time, the rest (log-probs, backward) too
     for r in (grpo, bare):
         assert r["generation_s"] > 0 and r["rewards_s"] >= 0 and r["rest_s"] > 0
+
+
+def test_a_row_says_whether_cudnn_attention_ran_on_cuda_only():
+    bench = load_bench()
+    row = {"tokens_per_s": 100.0, "peak_gib": 1.0, "step_s": 2.0, "generation_s": 1.5, "rewards_s": 0.1,
+           "rest_s": 0.4, "warmup_s": 30.0}
+    assert bench.split({**row, "cudnn_sdpa": False}).endswith("(warm-up 30s; cuDNN attention off)")
+    assert bench.split({**row, "cudnn_sdpa": True}).endswith("(warm-up 30s; cuDNN attention on)")
+    assert bench.split({**row, "cudnn_sdpa": None}).endswith("(warm-up 30s)")  # a CPU run
