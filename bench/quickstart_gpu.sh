@@ -14,18 +14,21 @@ MODEL=${MODEL:-/root/m/smollm2.gguf}; PY=${PY:-python3}; GRPO=${GRPO:-$PY -m grp
 LIMIT=${LIMIT:-64}; EXTRA=${EXTRA:-}
 export GRPO_MATH_WORKERS=${GRPO_MATH_WORKERS:-2}
 mkdir -p "$DIR"
-sed "s#^  id: smollm2-135m#  id: $MODEL#" examples/quickstart-gpu.yaml > "$DIR/config.yaml"
+sed "s#^  id: smollm2-135m#  id: $(printf '%s' "$MODEL" | sed 's/[#&\\]/\\&/g')#" examples/quickstart-gpu.yaml \
+  > "$DIR/config.yaml"
 # convert a .gguf once, before four processes would each do it
 $PY -c "from grpo_core.config.models import resolve; resolve('$MODEL')" 2>/dev/null || true
 
 weights() {  # the finished run's folder, else its last checkpoint
   if [ -d "$1/adapter" ] || [ -d "$1/model" ]; then echo "$1"; return; fi
-  ls -d "$1"/checkpoint-* 2>/dev/null | awk -F'checkpoint-' '{print $NF, $0}' | sort -n | tail -1 | cut -d' ' -f2
+  ls -d "$1"/checkpoint-*/trainer_state.json 2>/dev/null | sed 's#/trainer_state.json$##' \
+    | awk -F'checkpoint-' '{print $NF, $0}' | sort -n | tail -1 | cut -d' ' -f2-
 }
 
 one() {
   local tag=$1 seed=$2; shift 2
-  local start=$SECONDS
+  local start=$SECONDS erc=-
+  rm -rf "${DIR:?}/$tag" "$DIR/$tag".*  # a reused DIR: nothing of an earlier run is evaluated or shown
   # shellcheck disable=SC2086
   $GRPO train "$DIR/config.yaml" --seed "$seed" --output_dir "$DIR/$tag" "$@" $EXTRA > "$DIR/$tag.train.log" 2>&1
   local rc=$? took=$((SECONDS - start)) base=--no-base w
@@ -34,8 +37,9 @@ one() {
   if [ -n "$w" ]; then
     $GRPO eval "$DIR/config.yaml" --checkpoint "$w" --limit "$LIMIT" $base --output "$DIR/$tag.eval.json" \
       > "$DIR/$tag.eval.log" 2>&1
+    erc=$?
   fi
-  echo "$tag rc=$rc train_s=$took weights=${w:-none}" >> "$DIR/runs.txt"
+  echo "$tag rc=$rc train_s=$took weights=${w:-none} eval_rc=$erc" >> "$DIR/runs.txt"
 }
 
 rm -f "$DIR/runs.txt"
@@ -55,4 +59,4 @@ print(f"{sys.argv[1].rsplit('/', 1)[-1][:-10]:9} held-out accuracy {t['accuracy'
       + (f"; base model {b['accuracy']:.3f}" if b and b.get("accuracy") is not None else "") + f"  [{d['checkpoint']}]")
 EOPY
 done
-grep -h "gradient norm is\|Training stopped" "$DIR"/*.train.log | cut -c1-300
+grep -h "gradient norm is\|Training stopped" "$DIR"/*.train.log | cut -c1-300 || true

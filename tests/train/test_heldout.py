@@ -141,6 +141,23 @@ def test_reward_up_while_held_out_accuracy_falls_raises_the_alarm(tmp_path):
     assert records(tmp_path / "health.jsonl")[0]["check"] == "divergence"
 
 
+def test_the_alarm_hears_held_out_accuracy_measured_after_a_reused_batch(tmp_path):
+    """num_iterations 2: the steps that generate (odd) log the reward, the ones that train the
+    batch again (even) the held-out accuracy measured after them, with no reward: the alarm
+    pairs them as before (rewards 0.2, 0.4, 0.6 since each evaluation; accuracy 0.5, 0.4, 0.3)."""
+    cb = _health(tmp_path)
+    state = types.SimpleNamespace(is_world_process_zero=True, global_step=0)
+    control = types.SimpleNamespace(should_save=False, should_training_stop=False)
+    for step, logs in [(1, {"reward": 0.2}), (2, {"eval/accuracy": 0.5}), (3, {"reward": 0.4}),
+                       (4, {"eval/accuracy": 0.4}), (5, {"reward": 0.6}), (6, {"eval/accuracy": 0.3})]:
+        state.global_step = step
+        cb.on_log(None, state, control, logs={"loss": 0.1, **logs})
+    [event] = [e for e in cb.events if e["check"] == "divergence"]
+    assert event["step"] == 6
+    assert "the training reward rose 0.200 -> 0.600 while held-out accuracy fell 0.50 -> 0.30 (steps 2-6" \
+        in event["message"]
+
+
 def test_both_rising_or_too_few_evaluations_raise_nothing(tmp_path):
     cb = _health(tmp_path)
     for step, acc in [(2, 0.3), (4, 0.4), (6, 0.5)]:  # both rise: learning

@@ -89,6 +89,33 @@ def test_nan_gradient_stops_with_a_resumable_checkpoint_of_the_last_finite_state
     assert (run / "adapter" / "adapter_model.safetensors").is_file()
 
 
+def test_a_nan_made_inside_one_layer_is_located_there(grpo, monkeypatch, tmp_path):
+    """The NaN enters the backward at the output of layer 1's attention (clipped with
+    max_grad_norm 1.0 as TRL does): layer 1's MLP adapters, reached before it, keep finite
+    gradients; its attention's 4 and all 14 of layer 0 do not: 22 of 28, the last named
+    being layer 1's o_proj, where it started."""
+    from trl import GRPOTrainer
+
+    original = GRPOTrainer.compute_loss
+
+    def compute_loss(self, model, inputs, *args, **kwargs):
+        if self.state.global_step + 1 != 2:
+            return original(self, model, inputs, *args, **kwargs)
+        attention = next(m for n, m in model.named_modules() if n.endswith("layers.1.self_attn"))
+        hook = attention.register_forward_hook(lambda mod, args, out: (NanGrad.apply(out[0]), *out[1:]))
+        try:
+            return original(self, model, inputs, *args, **kwargs)
+        finally:
+            hook.remove()
+
+    monkeypatch.setattr(GRPOTrainer, "compute_loss", compute_loss)
+    code, out, err = grpo(TINY, "--max_steps", "2", "--max_grad_norm", "1.0")
+    assert code == 1, out + err
+    assert ("step 2: the gradient norm is nan (learning rate 0.0005); non-finite gradients in 22 of 28 trainable "
+            "tensors, from base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight to "
+            "base_model.model.model.layers.1.self_attn.o_proj.lora_B.default.weight" in out + err)
+
+
 def test_skip_drops_the_update_and_goes_on(grpo, nan_grad_at, tmp_path):
     nan_grad_at({2})
     code, out, err = grpo(TINY, "--max_steps", "3", "--health.on_nonfinite", "skip")
@@ -160,11 +187,15 @@ def test_a_dropped_gradient_names_the_tensors_it_was_non_finite_in():
     a, b, c = (torch.nn.Parameter(torch.ones(2)) for _ in range(3))
     guard = Guard([frozen, a, b, c], policy="skip", snapshot=False, names=["embed", "l0.a", "l0.b", "l1.c"])
     a.grad, b.grad, c.grad = torch.tensor([math.nan, 1.0]), torch.ones(2), torch.tensor([1.0, math.inf])
+    guard.observe_gradients()  # before clipping: clipping by a NaN norm then makes every gradient NaN
+    for p in (a, b, c):
+        p.grad.mul_(math.nan)
     assert guard.before_update(torch.tensor(math.nan), step=4, lr=0.1) is False
     [event] = guard.events
     assert event.spread == (2, 3, "l0.a", "l1.c")
     assert event.describe().endswith("; non-finite gradients in 2 of 3 trainable tensors, from l0.a to l1.c")
     a.grad, b.grad, c.grad = torch.ones(2), torch.tensor([math.nan, 0.0]), None  # c: no gradient this step
+    guard.observe_gradients()
     assert guard.before_update(torch.tensor(math.nan), step=5, lr=0.1) is False
     assert guard.events[-1].describe().endswith("; non-finite gradients in 1 of 2 trainable tensors, l0.b")
     guard.observe_loss(torch.tensor(math.nan))  # a non-finite loss: no gradient tally

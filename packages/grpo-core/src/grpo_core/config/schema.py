@@ -52,8 +52,8 @@ class ModelSection:
                                           choices=AUTO)
     cudnn_attention: bool = setting(False, "CUDA: let sdpa attention use cuDNN's kernel while training. Off by "
                                     "default: its backward returns NaN on H100/H200 with an attention mask when the "
-                                    "batch is 64 tokens long (mod 128), torch 2.11 on (pytorch#196678); flash and "
-                                    "memory-efficient kernels run instead.")
+                                    "batch is 64 tokens long (mod 128), torch 2.11 on (pytorch#196678); torch's other "
+                                    "sdpa kernels run instead.")
     quantization: dict | None = setting(None, "bitsandbytes quantization as TRL's ModelConfig writes it "
                                         "({load_in_4bit: true, bnb_4bit_quant_type: nf4}); needs a CUDA GPU.")
     chat_template: str | None = setting(None, "A Jinja chat template put on the tokenizer in place of its own "

@@ -167,10 +167,14 @@ class HealthCallback(TrainerCallback):
         self.active.discard(check)
 
     def on_log(self, args, state, control, logs=None, **kw):
-        if not logs or "reward" not in logs:
+        if not logs or ("reward" not in logs and "eval/accuracy" not in logs):
             return
         self.main = state.is_world_process_zero
-        self.check(self.offset + state.global_step, logs)  # every process (TRL's logs are gathered): one decision
+        step = self.offset + state.global_step
+        if "reward" in logs:
+            self.check(step, logs)  # every process (TRL's logs are gathered): one decision
+        else:  # a step that trained a reused batch (num_iterations > 1), held-out accuracy measured after it
+            self._check_divergence(step, logs)
         if self.stop is not None:
             control.should_save = True
             control.should_training_stop = True

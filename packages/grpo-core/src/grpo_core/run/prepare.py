@@ -329,10 +329,11 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
         revision=cfg.model.revision, trust_remote_code=a.trust_remote_code, device=p.device,
         extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})},
         chat_template=cfg.model.chat_template, log=log)
+    no_cudnn = cudnn_attention(cfg, p.device)
     log(f"Loaded {cfg.model.id} ({sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters) "
         f"on {p.device} in {time.perf_counter() - t0:.1f}s: {precision.describe(cfg.lora is not None)}"
         + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")
-        + (", attention without cuDNN's kernel (model.cudnn_attention)" if cudnn_attention(cfg, p.device) else "")
+        + (", attention without cuDNN's kernel (model.cudnn_attention)" if no_cudnn else "")
         + ".")
     return model, tokenizer, precision
 

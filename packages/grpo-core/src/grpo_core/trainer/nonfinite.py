@@ -108,6 +108,7 @@ class Guard:
         self.max_jump = max_jump  # 0: no blow-up check
         self._before: float = math.nan  # largest |trainable weight| before the update just made
         self._loss_ok: torch.Tensor | None = None
+        self._grad_sizes: tuple[list[int], torch.Tensor] | None = None  # (tensors with a gradient, their max |g|)
         self.events: list[Event] = []
         self.skips = 0
         self.consecutive = 0
@@ -138,6 +139,21 @@ class Guard:
         ok = torch.isfinite(loss.detach()).all()
         self._loss_ok = ok if self._loss_ok is None else self._loss_ok & ok
 
+    def observe_gradients(self) -> None:
+        """Called before the gradients are clipped (clipping by a non-finite norm makes
+        every gradient NaN): each trainable tensor's largest absolute gradient, kept on
+        the device (one fused kernel, no sync) for :meth:`before_update` to name the
+        tensors a non-finite value was in."""
+        import torch
+
+        index = [i for i, p in enumerate(self.params) if p.grad is not None]
+        try:
+            sizes = torch.stack([n.float() for n in torch._foreach_norm([self.params[i].grad for i in index], math.inf)])
+        except (RuntimeError, TypeError, ValueError):  # gradients on several devices, sharded ones: not located
+            self._grad_sizes = None
+            return
+        self._grad_sizes = (index, sizes) if index else None
+
     def before_update(self, grad_norm, step: int, lr: float) -> bool:
         """True: apply the update. False: it was dropped (gradients set to None)."""
         import torch
@@ -165,15 +181,17 @@ class Guard:
         return False
 
     def _spread(self) -> tuple[int, int, str, str] | None:
-        """Which trainable tensors hold a non-finite gradient (one sync; only on a dropped update)."""
+        """Which trainable tensors held a non-finite gradient before clipping, from
+        :meth:`observe_gradients` (one sync; only on a dropped update)."""
         import torch
 
-        with_grad = [(n, p.grad) for n, p in zip(self.names, self.params) if p.grad is not None]
-        if not with_grad:
+        observed, self._grad_sizes = self._grad_sizes, None
+        if observed is None:
             return None
-        finite = torch.stack([torch.isfinite(g).all() for _, g in with_grad]).tolist()
-        bad = [n for (n, _), ok in zip(with_grad, finite) if not ok]
-        return (len(bad), len(with_grad), bad[0], bad[-1]) if bad else None
+        index, sizes = observed
+        finite = torch.isfinite(sizes).tolist()
+        bad = [self.names[i] for i, ok in zip(index, finite) if not ok]
+        return (len(bad), len(index), bad[0], bad[-1]) if bad else None
 
     def after_update(self, step: int, lr: float) -> bool:
         """True when every trainable weight is finite after the update."""

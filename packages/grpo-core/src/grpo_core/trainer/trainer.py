@@ -39,7 +39,7 @@ from grpo_core.trainer.rollout_log import RolloutLog
 PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_grad_norm", "_save_checkpoint",
            "_get_output_dir", "_load_optimizer_and_scheduler", "_get_learning_rate", "_prepare_inputs",
            "_buffered_inputs", "_step", "_logs", "_metrics", "_environment_pool", "_tokenizer",
-           "_get_per_token_logps_and_entropies", "_compute_loss")
+           "_get_per_token_logps_and_entropies", "_compute_loss", "_clip_grad_norm")
 
 
 class GrpoTrainer(GRPOTrainer):
@@ -113,7 +113,13 @@ class GrpoTrainer(GRPOTrainer):
         self.guard.observe_loss(loss)
         return loss
 
+    def _clip_grad_norm(self, model):
+        self.guard.observe_gradients()  # before clipping by a non-finite norm turns every gradient NaN
+        return super()._clip_grad_norm(model)
+
     def _get_grad_norm(self, model, grad_norm=None):
+        if grad_norm is None:  # max_grad_norm 0: the norm is taken here, by clipping with an infinite bound
+            self.guard.observe_gradients()
         grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
         self.guard.before_update(grad_norm, self.state.global_step + 1, self.learning_rate())
         return grad_norm
