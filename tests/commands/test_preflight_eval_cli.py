@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import types
 
 import pytest
@@ -170,6 +171,16 @@ def test_eval_of_a_run_that_stopped_names_its_last_checkpoint(toy, tiny_model, t
     assert main(["eval", str(cfg), "--checkpoint", str(run)]) == 2
     err = capsys.readouterr().err
     assert "did not finish" in err and f"--checkpoint {run / 'checkpoint-10'}" in err
+
+    # a staged run that stopped in its second stage: the checkpoint written last, in that stage's folder
+    staged = tmp_path / "staged"
+    for stage, step, written in (("sft", 40, 1_000), ("rl", 7, 2_000)):
+        folder = staged / stage / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        (folder / "trainer_state.json").write_text("{}")
+        os.utime(folder / "trainer_state.json", (written, written))
+    assert main(["eval", str(cfg), "--checkpoint", str(staged)]) == 2
+    assert f"its last checkpoint is {staged / 'rl' / 'checkpoint-7'}" in capsys.readouterr().err
 
 
 def test_eval_without_checkpoint_evaluates_the_finished_run_in_the_configs_output_dir(toy, tiny_model, tmp_path,

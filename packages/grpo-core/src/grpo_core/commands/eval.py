@@ -94,7 +94,7 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
             )
     elif (checkpoint / "config.json").is_file():
         check_matches_base(checkpoint, base_path)
-    elif (last := outputs.last_checkpoint(checkpoint)) is not None:  # a run that stopped before its final save
+    elif (last := _stopped_run_checkpoint(checkpoint)) is not None:  # a run that stopped before its final save
         raise GrpoError(
             f"--checkpoint {checkpoint} is a grpo train run that did not finish (no adapter/ or model/); its last "
             f"checkpoint is {last}: evaluate that (--checkpoint {last}), or finish the run first "
@@ -105,6 +105,14 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
             f"--checkpoint {checkpoint} holds neither an adapter (adapter_config.json) nor a model "
             f"(config.json); point at a grpo train output directory or a checkpoint-N folder."
         )
+
+
+def _stopped_run_checkpoint(root: Path) -> Path | None:
+    """The last checkpoint a run that stopped before its final save wrote: in its folder
+    or, for a staged run, in a stage's folder (the one written last)."""
+    found = [c for c in (outputs.last_checkpoint(d) for d in (root, *sorted(p for p in root.iterdir() if p.is_dir())))
+             if c is not None]
+    return max(found, key=lambda c: (c / "trainer_state.json").stat().st_mtime, default=None)
 
 
 def _finished_run(cfg) -> Path:
