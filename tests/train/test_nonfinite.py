@@ -89,7 +89,8 @@ def test_nan_gradient_stops_with_a_resumable_checkpoint_of_the_last_finite_state
     assert (run / "adapter" / "adapter_model.safetensors").is_file()
 
 
-def test_a_nan_made_inside_one_layer_is_located_there(grpo, monkeypatch, tmp_path):
+@pytest.mark.parametrize("max_grad_norm", ["1.0", "0"])  # clipped, or the norm taken by an infinite bound
+def test_a_nan_made_inside_one_layer_is_located_there(grpo, monkeypatch, tmp_path, max_grad_norm):
     """The NaN enters the backward at the output of layer 1's attention (clipped with
     max_grad_norm 1.0 as TRL does): layer 1's MLP adapters, reached before it, keep finite
     gradients; its attention's 4 and all 14 of layer 0 do not: 22 of 28, the last named
@@ -109,7 +110,7 @@ def test_a_nan_made_inside_one_layer_is_located_there(grpo, monkeypatch, tmp_pat
             hook.remove()
 
     monkeypatch.setattr(GRPOTrainer, "compute_loss", compute_loss)
-    code, out, err = grpo(TINY, "--max_steps", "2", "--max_grad_norm", "1.0")
+    code, out, err = grpo(TINY, "--max_steps", "2", "--max_grad_norm", max_grad_norm)
     assert code == 1, out + err
     assert ("step 2: the gradient norm is nan (learning rate 0.0005); non-finite gradients in 22 of 28 trainable "
             "tensors, from base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight to "

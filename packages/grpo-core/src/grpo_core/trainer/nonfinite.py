@@ -144,15 +144,14 @@ class Guard:
         every gradient NaN): each trainable tensor's largest absolute gradient, kept on
         the device (one fused kernel, no sync) for :meth:`before_update` to name the
         tensors a non-finite value was in."""
-        import torch
-
+        self._grad_sizes = None
         index = [i for i, p in enumerate(self.params) if p.grad is not None]
-        try:
-            sizes = torch.stack([n.float() for n in torch._foreach_norm([self.params[i].grad for i in index], math.inf)])
-        except (RuntimeError, TypeError, ValueError):  # gradients on several devices, sharded ones: not located
-            self._grad_sizes = None
+        if not index:  # (DeepSpeed keeps its gradients elsewhere)
             return
-        self._grad_sizes = (index, sizes) if index else None
+        try:
+            self._grad_sizes = (index, _max_abs([self.params[i].grad for i in index]))
+        except (RuntimeError, TypeError, ValueError):  # gradients on several devices, sharded ones: not located
+            pass
 
     def before_update(self, grad_norm, step: int, lr: float) -> bool:
         """True: apply the update. False: it was dropped (gradients set to None)."""
@@ -214,9 +213,7 @@ class Guard:
 
     def _largest(self) -> torch.Tensor:
         """The largest absolute trainable weight (NaN or inf when one is); no sync."""
-        import torch
-
-        return torch.stack([n.float() for n in torch._foreach_norm([p.detach() for p in self.params], math.inf)]).max()
+        return _max_abs([p.detach() for p in self.params]).max()
 
     def _record(self, event: Event) -> None:
         self.events.append(event)
@@ -241,6 +238,14 @@ class Guard:
         with torch.no_grad():
             torch._foreach_copy_([p.data for p in self.params], self._snapshot)
         return True
+
+
+def _max_abs(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Each tensor's largest absolute value (NaN or inf when it holds one), on the device:
+    one fused kernel, no sync."""
+    import torch
+
+    return torch.stack([n.float() for n in torch._foreach_norm(tensors, math.inf)])
 
 
 def wants_snapshot(setting: object, params: list[torch.Tensor], total: int) -> bool:
