@@ -203,3 +203,18 @@ def test_older_open_r1_recipes_dataset_configs_is_one_dataset_config(toy_plugin,
     with pytest.raises(ConfigError, match=r"'dataset_configs' \(\['a', 'b'\]\) is not a field of TRL or open-r1 any "
                                           r"more: use dataset_config \(one config name of dataset_name\)\.$"):
         load_config(None, data={**base, "dataset_name": "data.jsonl", "dataset_configs": ["a", "b"]})
+
+
+@pytest.mark.parametrize("sampling, overrides, note", [
+    ({"max_rounds": 3, "metric": "total"}, ["--sampling.dynamic", "false"],
+     "sampling.max_rounds: 3, sampling.metric: total ignored: dynamic sampling is off; set sampling.dynamic: true "
+     "to use them."),
+    ({"oversample": 2}, [],
+     "sampling.oversample: 2 ignored: dynamic sampling is off; set sampling.dynamic: true to use it."),
+    ({"dynamic": True, "oversample": 2}, [], None),
+    ({"max_rounds": 3}, ["--sampling.dynamic", "true"], None),
+])
+def test_dynamic_samplings_options_without_it_are_named_as_ignored(toy_plugin, sampling, overrides, note):
+    """`sampling.oversample: 3` with dynamic sampling off changed nothing and said nothing."""
+    cfg = load_config(None, overrides, data=tiny(sampling=sampling))
+    assert [n for n in cfg.notes if n.startswith("sampling.")] == ([note] if note else [])

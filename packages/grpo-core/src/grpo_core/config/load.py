@@ -245,12 +245,21 @@ def _log(raw: dict, problems: Problems) -> LogSection:
     return section
 
 
+DYNAMIC_ONLY = ("max_rounds", "oversample", "metric")  # the sampling options only dynamic sampling reads
+
+
 def _sampling(raw: dict, problems: Problems) -> SamplingSection:
     value = raw.get("sampling")
     if isinstance(value, dict) and isinstance(value.get("dynamic"), dict):  # sampling: {dynamic: {max_rounds: 3}}
         value = {**{k: v for k, v in value.items() if k != "dynamic"}, "dynamic": True, **value["dynamic"]}
         raw = {**raw, "sampling": value}
-    return read_section(raw, "sampling", SamplingSection, "", problems)
+    section = read_section(raw, "sampling", SamplingSection, "", problems)
+    unused = [k for k in DYNAMIC_ONLY if k in value] if isinstance(value, dict) and not section.dynamic else []
+    if unused:
+        it = "it" if len(unused) == 1 else "them"
+        problems.note(f"{', '.join(f'sampling.{k}: {value[k]}' for k in unused)} ignored: dynamic sampling is off; "
+                      f"set sampling.dynamic: true to use {it}.")
+    return section
 
 
 def check_sampling_metric(cfg: RunConfig) -> None:
