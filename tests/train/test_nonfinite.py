@@ -199,7 +199,9 @@ def test_a_dropped_gradient_names_the_tensors_it_was_non_finite_in():
     guard.observe_gradients()
     assert guard.before_update(torch.tensor(math.nan), step=5, lr=0.1) is False
     assert guard.events[-1].describe().endswith("; non-finite gradients in 1 of 2 trainable tensors, l0.b")
-    guard.observe_loss(torch.tensor(math.nan))  # a non-finite loss: no gradient tally
+    a.grad, b.grad = torch.tensor([math.nan, 1.0]), torch.ones(2)
+    guard.observe_gradients()
+    guard.observe_loss(torch.tensor(math.nan))  # a non-finite loss: no gradient tally (the loss is the cause)
     assert guard.before_update(torch.tensor(1.0), step=6, lr=0.1) is False
     assert guard.events[-1].spread is None and "trainable tensors" not in guard.events[-1].describe()
 

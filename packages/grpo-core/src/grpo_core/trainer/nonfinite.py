@@ -73,7 +73,7 @@ class Event:
         if self.spread is not None:
             bad, of, first, last = self.spread
             text += f"; non-finite gradients in {bad} of {of} trainable tensors, " + (
-                f"{first}" if bad == 1 else f"from {first} to {last}")
+                first if bad == 1 else f"from {first} to {last}")
         return text
 
 
