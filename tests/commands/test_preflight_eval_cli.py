@@ -106,11 +106,23 @@ def test_eval_reports_base_trained_and_delta(toy, tiny_model, lora_adapter, tmp_
     assert delta["mean_tokens"] == pytest.approx(trained["mean_tokens"] - base["mean_tokens"])
     assert base["accuracy"] is None  # no math.* reward configured
     assert "metric" in capsys.readouterr().out
+    # what each model wrote, per held-out prompt (the test split: "What is 100 + 1?" ...), scored
+    written = report["completions"]
+    assert [w["prompt"] for w in written] == [f"What is {100 + i} + 1?" for i in range(4)]
+    assert [w["answer"] for w in written] == ["101", "102", "103", "104"]
+    for w in written:
+        assert len(w["base"]) == len(w["trained"]) == 1  # greedy: one completion each
+        for c in w["base"] + w["trained"]:
+            assert c["rewards"]["toy.chars"] == len(c["text"])  # toy.chars scores the text's length
+            assert 0 < c["tokens"] <= 10 and c["truncated"] == (c["tokens"] == 10)
+    assert sum(len(w["trained"][0]["text"]) for w in written) / 4 == pytest.approx(trained["toy.chars"])
+    assert [w["base"][0]["text"] for w in written] != [w["trained"][0]["text"] for w in written]
     # --no-base: the base model is not loaded, its figures null; the trained ones are the same
     assert main(["eval", str(cfg), "--checkpoint", str(lora_adapter), "--limit", "4", "--output", str(out),
                  "--no-base"]) == 0
     alone = json.loads(out.read_text())
     assert alone["trained"] == trained and set(alone["base"].values()) == {None}
+    assert [sorted(w) for w in alone["completions"]] == [["answer", "prompt", "trained"]] * 4
     assert set(alone["delta"].values()) == {None}
     printed = capsys.readouterr().out
     assert "with the base model" not in printed and "with the trained model" in printed

@@ -63,3 +63,6 @@ max_completion_length: 512
         assert data[side]["tool_calls"] == 4.5
         assert data[side]["truncated"] == 0.0
     assert data["delta"]["guess_number"] == 0.0
+    # per prompt, as played: the secret found (1.0), then the one not found within five guesses (0.0)
+    for side in ("base", "trained"):
+        assert [w[side][0]["rewards"]["guess_number"] for w in data["completions"]] == [1.0, 0.0]

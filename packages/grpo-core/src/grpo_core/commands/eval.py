@@ -25,6 +25,7 @@ from grpo_core.trainer.generation import (
     load_policy,
     run_weights,
 )
+from grpo_core.trainer.rollout_log import prompt_text
 
 
 def add_parser(sub) -> None:
@@ -166,14 +167,14 @@ def run(args) -> int:
     rows = [ds[i] for i in range(len(ds))]
     prompts = [r["prompt"] for r in rows]
     sampling = eval_sampling(cfg, stage.args, device, args.samples)
-    results = {}
+    results, written = {}, {}
     targets = [("base", cfg.model.id)] if args.base else []
     for label, target in targets + [("trained", str(args.checkpoint))]:
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
         model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device, chat_template=cfg.model.chat_template)
         if cfg.environment is not None:
-            results[label] = _multi_turn(p, stage, rows, model, tok, args.samples)
+            results[label], written[label] = _multi_turn(p, stage, rows, model, tok, args.samples)
             continue
         groups = generation.generate(model, tok, prompts, n=args.samples, **sampling)
         del model
@@ -181,34 +182,64 @@ def run(args) -> int:
                              [r for r in rows for _ in range(args.samples)],
                              [p for p in prompts for _ in range(args.samples)])
         results[label] = _summary(stage.funcs, scored.per_reward, scored.totals, groups)
-    _report(args, split, rows, sampling["do_sample"], cfg.model.id, results)
+        written[label] = _written([f.__name__ for f in stage.funcs], scored.per_reward, groups)
+    _report(args, split, rows, sampling["do_sample"], cfg.model.id, results, written)
     return 0
 
 
-def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> dict:
+def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> tuple[dict, list]:
     """Environments and tools: training's rollouts (tool calls, results, turns), greedy
     for one sample; TRL's scores, environments' rewards included."""
 
     done = rollouts.sample(prepared, stage, rows, model, tokenizer, samples, greedy=samples == 1)
-    out = _summary(stage.funcs, done.per_reward, done.totals, rollouts.as_groups(done), names=done.names)
+    groups = rollouts.as_groups(done)
+    out = _summary(stage.funcs, done.per_reward, done.totals, groups, names=done.names)
     out["tool_calls"] = rollouts.mean_tool_calls(done)
+    return out, _written(done.names, done.per_reward, groups)
+
+
+def _written(names: list[str], per_reward: list[list], groups: list[list]) -> list[list[dict]]:
+    """What the model wrote for each prompt (one list per prompt, ``--samples`` long),
+    each completion with its tokens and its score from every reward."""
+
+    flat = [c for g in groups for c in g]
+    scores = [dict(zip(names, column)) for column in zip(*per_reward)] if per_reward else [{} for _ in flat]
+    out, i = [], 0
+    for group in groups:
+        out.append([{"text": c.text, "tokens": c.num_tokens, "truncated": bool(c.truncated), "rewards": scores[i + k]}
+                    for k, c in enumerate(group)])
+        i += len(group)
     return out
 
 
-def _report(args, split: str, rows: list, sampled: bool, base_model: str, results: dict) -> None:
+def _per_prompt(rows: list, written: dict) -> list[dict]:
+    """eval.json's ``completions``: each held-out prompt (its last user message), its
+    answer column when it has one, and what each model measured wrote for it."""
+
+    out = []
+    for i, row in enumerate(rows):
+        item = {"prompt": prompt_text(row.get("prompt"))}
+        if row.get("answer") is not None:
+            item["answer"] = str(row["answer"])
+        item.update({label: done[i] for label, done in written.items()})
+        out.append(item)
+    return out
+
+
+def _report(args, split: str, rows: list, sampled: bool, base_model: str, results: dict, written: dict) -> None:
     trained = results["trained"]
     base = results.get("base") or dict.fromkeys(trained)  # --no-base: null figures
     delta = {k: (trained[k] - base[k]) if isinstance(base[k], float) and isinstance(trained[k], float) else None
              for k in base}
     report = {"split": split, "prompts": len(rows), "samples": args.samples, "greedy": not sampled,
               "checkpoint": str(args.checkpoint), "base_model": base_model,
-              "base": base, "trained": trained, "delta": delta}
+              "base": base, "trained": trained, "delta": delta, "completions": _per_prompt(rows, written)}
     keys = [k for k in base if k != "n"]
     print(table([[k, _fmt(base[k]), _fmt(trained[k]), _fmt(delta[k], signed=True)] for k in keys],
                 ["metric", "base", "trained", "delta"]))
     out = args.output or args.checkpoint / "eval.json"
     out.write_text(json.dumps(report, indent=2))
-    print(f"report written to {out}")
+    print(f"report written to {out} (with what each model wrote for every prompt: 'completions')")
 
 
 def _fmt(v, signed: bool = False) -> str:
