@@ -17,6 +17,14 @@ def chars(completions, **kwargs):
     return [float(len(grpo_core.completion_text(c))) for c in completions]
 
 
+def odd(completions, **kwargs):
+    """numpy scalars for even positions, NaN for odd ones: values a reward may return."""
+    import numpy as np
+
+    return [np.float32(len(grpo_core.completion_text(c))) if i % 2 == 0 else float("nan")
+            for i, c in enumerate(completions)]
+
+
 def tagged(completions, **kwargs):
     return [float(grpo_core.completion_text(c).startswith("<think>")) for c in completions]
 
@@ -37,6 +45,7 @@ def toy(register_plugin):
     def register_rewards(register):
         register("toy.chars", chars)
         register("toy.tagged", tagged)
+        register("toy.odd", odd)
 
     @grpo_core.hookimpl
     def register_datasets(register):
@@ -130,6 +139,26 @@ def test_eval_reports_base_trained_and_delta(toy, tiny_model, lora_adapter, tmp_
     run_dir = lora_adapter.parent
     assert main(["eval", str(cfg), "--checkpoint", str(run_dir), "--limit", "4", "--no-base"]) == 0
     assert json.loads((lora_adapter / "eval.json").read_text())["trained"] == trained
+
+
+def test_eval_json_keeps_each_sampled_completion_with_its_own_scores(toy, tiny_model, lora_adapter, tmp_path):
+    cfg = write_config(tmp_path, tiny_model, ["toy.chars", "toy.odd"])
+    out = tmp_path / "eval.json"
+    assert main(["eval", str(cfg), "--checkpoint", str(lora_adapter), "--limit", "3", "--samples", "2",
+                 "--no-base", "--output", str(out)]) == 0
+
+    def strict(constant):
+        raise AssertionError(f"eval.json holds {constant}, which is not JSON")
+
+    written = json.loads(out.read_text(), parse_constant=strict)["completions"]
+    assert len(written) == 3 and all(len(w["trained"]) == 2 for w in written)  # 3 prompts x 2 samples
+    texts = [c["text"] for w in written for c in w["trained"]]
+    assert len(set(texts)) > 1  # sampled at temperature 1: not one text repeated
+    for w in written:
+        for k, c in enumerate(w["trained"]):
+            assert c["rewards"]["toy.chars"] == len(c["text"])  # each completion's own score
+            # toy.odd: a numpy float32 of the length at even positions of the batch, NaN at odd ones (null)
+            assert c["rewards"]["toy.odd"] == (len(c["text"]) if k == 0 else None)
 
 
 @pytest.mark.parametrize("saved", ["adapter", "model", "final"])

@@ -23,30 +23,44 @@ def test_the_clock_estimates_from_the_mean_step_time():
 
 def test_the_eta_leaves_out_a_first_step_that_compiled():
     # first step 189 s (compiling, first held-out evaluation), then two of 3 s: 57 steps left at 3 s
-    assert clock_text(195.0, 3, 57, first=189.0) == "3:15 elapsed, ETA 2:51"
-    assert clock_text(189.0, 1, 59, first=189.0) == "3:09 elapsed, ETA 3:05:51"  # one step: all there is
+    assert clock_text(195.0, 3, 57, first=(1, 189.0)) == "3:15 elapsed, ETA 2:51"
+    assert clock_text(189.0, 1, 59, first=(1, 189.0)) == "3:09 elapsed, ETA 3:05:51"  # one step: all there is
+    # a line every 5 steps (logging_steps 5): the first 5 took 200 s, the next 5 took 10 s; 10 left at 2 s
+    assert clock_text(210.0, 10, 10, first=(5, 200.0)) == "3:30 elapsed, ETA 0:20"
 
 
-def test_the_step_line_eta_after_a_slow_first_step(tmp_path, monkeypatch):
-    """The callback as training drives it: a 100 s first step, then 2 s steps."""
+def _drive(tmp_path, monkeypatch, clock, begin: int, steps, max_steps: int) -> list[str]:
+    """MetricsCallback as training drives it: ``clock`` the perf_counter readings (train
+    begins, then one per step line), ``begin`` the global step training starts from."""
     import io
     from types import SimpleNamespace
 
     from grpo_core.run import callbacks
 
-    clock = iter([0.0, 100.0, 102.0, 104.0])  # train begins, then the end of steps 1-3
-    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: next(clock))
+    readings = iter(clock)
+    monkeypatch.setattr(callbacks, "time", SimpleNamespace(perf_counter=lambda: next(readings), time=lambda: 0.0))
     out = io.StringIO()
     cb = callbacks.MetricsCallback(tmp_path / "metrics.jsonl", "main", stream=out)
-    state = SimpleNamespace(global_step=0, max_steps=10, is_world_process_zero=True)
+    state = SimpleNamespace(global_step=begin, max_steps=max_steps, is_world_process_zero=True)
     cb.on_train_begin(None, state, None)
-    for step in (1, 2, 3):
+    for step in steps:
         state.global_step = step
         cb.on_log(None, state, None, logs={"reward": 0.5})
-    lines = out.getvalue().splitlines()
+    return out.getvalue().splitlines()
+
+
+def test_the_step_line_eta_after_a_slow_first_step(tmp_path, monkeypatch):
+    lines = _drive(tmp_path, monkeypatch, [0.0, 100.0, 102.0, 104.0], 0, [1, 2, 3], 10)
     assert lines[0].endswith("1:40 elapsed, ETA 15:00")  # 9 left at 100 s: the only estimate there is
     assert lines[1].endswith("1:42 elapsed, ETA 0:16")  # 8 left at 2 s, not at (100 + 2) / 2
     assert lines[2].endswith("1:44 elapsed, ETA 0:14")
+
+
+def test_a_resumed_run_leaves_out_its_own_first_step(tmp_path, monkeypatch):
+    # resumed at step 50 of 60: its step 51 compiles again (60 s), then 3 s a step
+    lines = _drive(tmp_path, monkeypatch, [0.0, 60.0, 63.0], 50, [51, 52], 60)
+    assert lines[0].endswith("1:00 elapsed, ETA 9:00")  # 9 left at 60 s
+    assert lines[1].endswith("1:03 elapsed, ETA 0:24")  # 8 left at 3 s
 
 
 def test_train_and_eval_print_no_library_warning_or_progress_bar(tiny_model, tmp_path):

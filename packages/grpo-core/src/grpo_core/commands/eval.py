@@ -200,16 +200,27 @@ def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> tuple[
 
 def _written(names: list[str], per_reward: list[list], groups: list[list]) -> list[list[dict]]:
     """What the model wrote for each prompt (one list per prompt, ``--samples`` long),
-    each completion with its tokens and its score from every reward."""
+    each completion with its tokens and its score from every reward (a float; null where
+    the reward gave none or a non-finite value: eval.json stays valid JSON)."""
 
     flat = [c for g in groups for c in g]
-    scores = [dict(zip(names, column)) for column in zip(*per_reward)] if per_reward else [{} for _ in flat]
+    scores = [{name: _score(v) for name, v in zip(names, column)} for column in zip(*per_reward)] \
+        if per_reward else [{} for _ in flat]
     out, i = [], 0
     for group in groups:
-        out.append([{"text": c.text, "tokens": c.num_tokens, "truncated": bool(c.truncated), "rewards": scores[i + k]}
-                    for k, c in enumerate(group)])
+        out.append([{"text": c.text, "tokens": int(c.num_tokens), "truncated": bool(c.truncated),
+                     "rewards": scores[i + k]} for k, c in enumerate(group)])
         i += len(group)
     return out
+
+
+def _score(value) -> float | None:
+    """A reward's value as a plain float (numpy and 0-d tensors too), None if there is none."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _per_prompt(rows: list, written: dict) -> list[dict]:

@@ -69,15 +69,18 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
     return " | ".join(parts)
 
 
-def clock_text(elapsed: float, done: int, left: int, first: float | None = None) -> str:
-    """``1:05 elapsed, ETA 3:10``: the time left at the mean step time so far, leaving
-    out the first step (``first`` seconds) once there are others: it also compiles the
-    decoding, warms up and runs the first held-out evaluation (on an H200, 189 s
-    against 1-2 s for the later steps, which made step 2 say ETA 1:32:03 for a run of
-    four more minutes)."""
+def clock_text(elapsed: float, done: int, left: int, first: tuple[int, float] | None = None) -> str:
+    """``1:05 elapsed, ETA 3:10``: the time left at the mean step time so far. ``first``,
+    the (steps, seconds) of the first line printed, is left out once there are later
+    ones: the first steps also compile the decoding, warm up and run the first held-out
+    evaluation (on an H200, 189 s against 1-2 s for the later steps, which made step 2
+    say ETA 1:32:03 where 88 s were left)."""
     text = f"{_hms(elapsed)} elapsed"
     if done > 0 and left > 0:
-        per_step = (elapsed - first) / (done - 1) if first is not None and done > 1 else elapsed / done
+        if first is not None and done > first[0]:
+            per_step = (elapsed - first[1]) / (done - first[0])
+        else:
+            per_step = elapsed / done
         text += f", ETA {_hms(per_step * left)}"
     return text
 
@@ -103,7 +106,7 @@ class MetricsCallback(TrainerCallback):
         self._last = None
         self._start = None
         self._first_step = 0
-        self._first_took = None  # seconds the first step of this process took (clock_text)
+        self._first_line = None  # (steps, seconds) at this process's first step line (clock_text)
 
     def on_train_begin(self, args, state, control, **kw):
         self._last = self._start = time.perf_counter()
@@ -126,9 +129,9 @@ class MetricsCallback(TrainerCallback):
             clock = None
             if self._start is not None:
                 done = state.global_step - self._first_step
-                if done == 1:
-                    self._first_took = now - self._start
-                clock = clock_text(now - self._start, done, state.max_steps - state.global_step, self._first_took)
+                if self._first_line is None and done > 0:
+                    self._first_line = (done, now - self._start)
+                clock = clock_text(now - self._start, done, state.max_steps - state.global_step, self._first_line)
             line = summary_line(step, self.offset + state.max_steps, logs,
                                 self.stage if self.stage != "main" else None, elapsed, clock)
             print(line, file=self.stream, flush=True)
