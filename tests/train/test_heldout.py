@@ -61,7 +61,8 @@ def records(path):
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
-def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_correctness, sharp_model, tmp_path):
+def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_correctness, sharp_model, tmp_path,
+                                                               capsys):
     """A correctness reward with no opinion (None) on 2 of the 6 held-out prompts ('What is 0 + 1?'
     and 'What is 3 + 1?'): both figures are the share of full marks among the other 4, so they
     are multiples of 1/4 (counted wrong instead, they would be multiples of 1/6)."""
@@ -82,6 +83,12 @@ def test_held_out_accuracy_is_measured_as_grpo_eval_measures_it(grpo, digit_corr
     assert main(["eval", str(TINY), "--model.id", str(sharp_model), "--checkpoint", str(tmp_path / "out" / "adapter"),
                  "--limit", "6", "--split", "test", "--output", str(report), *rewards]) == 0
     assert json.loads(report.read_text())["trained"]["accuracy"] == pytest.approx(measured[4])
+    # the console names the misses: 4 scored prompts (2 have no opinion), (1 - accuracy) x 4 of them missed
+    printed = capsys.readouterr().out
+    missed = round(4 * (1 - measured[4]))
+    assert f"missed full marks on test.even_or_none in {missed} of 4 scored completions" in printed
+    shown = [x for x in printed.splitlines() if x.startswith("  'What is ")]
+    assert len(shown) == min(3, missed) and all(" -> " in x for x in shown)
 
 
 def test_held_out_accuracy_on_a_step_that_reuses_a_batch_is_on_the_console(grpo, digit_correctness, tmp_path):

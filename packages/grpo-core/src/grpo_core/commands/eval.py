@@ -184,7 +184,33 @@ def run(args) -> int:
         results[label] = _summary(stage.funcs, scored.per_reward, scored.totals, groups)
         written[label] = _written([f.__name__ for f in stage.funcs], scored.per_reward, groups)
     _report(args, split, rows, sampling["do_sample"], cfg.model.id, results, written)
+    _say_misses(stage.funcs, rows, written["trained"])
     return 0
+
+
+def _say_misses(funcs, rows: list, written: list[list[dict]], shown: int = 3) -> None:
+    """The trained model's first misses on the declared correctness reward, on the
+    console: a right answer scored wrong (an extraction bug) shows here first."""
+    from grpo_core.run.heldout import full_marks
+
+    reward = next((f for f in funcs if getattr(f, "correctness", False)), None)
+    if reward is None:
+        return
+    name, top = reward.__name__, full_marks(reward)
+    scored = [(row, c) for row, done in zip(rows, written) for c in done if c["rewards"].get(name) is not None]
+    misses = [(row, c) for row, c in scored if c["rewards"][name] < top - 1e-9]
+    if not misses:
+        return
+    print(f"the trained model missed full marks on {name} in {len(misses)} of {len(scored)} scored completions; "
+          f"the first {min(shown, len(misses))} (all in the report's 'completions'):")
+    for row, c in misses[:shown]:
+        answer = f" (answer {_clip(str(row['answer']))!r})" if row.get("answer") is not None else ""
+        print(f"  {_clip(prompt_text(row.get('prompt')))!r}{answer} -> {_clip(c['text'])!r}")
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    """Model output on a terminal: one bounded line (repr escapes control characters)."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> tuple[dict, list]:
