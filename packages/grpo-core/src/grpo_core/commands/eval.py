@@ -25,7 +25,7 @@ from grpo_core.trainer.generation import (
     load_policy,
     run_weights,
 )
-from grpo_core.trainer.rollout_log import prompt_text
+from grpo_core.trainer.rollout_log import finite_or_none, prompt_text
 
 
 def add_parser(sub) -> None:
@@ -230,7 +230,7 @@ def _written(names: list[str], per_reward: list[list], groups: list[list]) -> li
     the reward gave none or a non-finite value: eval.json stays valid JSON)."""
 
     flat = [c for g in groups for c in g]
-    scores = [{name: _score(v) for name, v in zip(names, column)} for column in zip(*per_reward)] \
+    scores = [{name: finite_or_none(v) for name, v in zip(names, column)} for column in zip(*per_reward)] \
         if per_reward else [{} for _ in flat]
     out, i = [], 0
     for group in groups:
@@ -238,15 +238,6 @@ def _written(names: list[str], per_reward: list[list], groups: list[list]) -> li
                      "rewards": scores[i + k]} for k, c in enumerate(group)])
         i += len(group)
     return out
-
-
-def _score(value) -> float | None:
-    """A reward's value as a plain float (numpy and 0-d tensors too), None if there is none."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 def _per_prompt(rows: list, written: dict) -> list[dict]:

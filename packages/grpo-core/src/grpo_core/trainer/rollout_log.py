@@ -105,7 +105,7 @@ class RolloutLog:
                 row = i if order is None else (order[key] * self.group_size + i % self.group_size
                                                if key in order else None)
                 if advantages is not None and row is not None:
-                    rec["advantage"] = _num(advantages[row])
+                    rec["advantage"] = finite_or_none(advantages[row])
             self.write(records)
 
     def collect(self, trainer, inputs: list[dict], out: dict, round_: int = 0) -> None:
@@ -177,13 +177,13 @@ def rows(step: int, stage: str, round_: int, group_size: int, inputs: Sequence[d
     for i, completion in enumerate(completions):
         row = inputs[i]
         text = prompt_text(row.get("prompt", ""))
-        scores = {f"reward/{n}": _num(rewards[n][i]) for n in names}
+        scores = {f"reward/{n}": finite_or_none(rewards[n][i]) for n in names}
         total = sum(w * v for w, v in zip(weights, scores.values()) if v is not None)
         record = {"step": step, "stage": stage, "round": round_, "group": i // max(group_size, 1),
                   "prompt_index": index.get(text, -1), "prompt": text,
                   "completion": transcript(completion, limit=4000), "tokens": int(tokens[i]),
                   "truncated": bool(truncated[i]), "tool_calls": count_tool_calls(completion),
-                  **scores, "total": total, "advantage": _num(advantages[i])}
+                  **scores, "total": total, "advantage": finite_or_none(advantages[i])}
         record.update({f"extra/{k}": _cell(v[i]) if i < len(v) else None for k, v in extras.items()})
         for key, value in row.items():
             if key != "prompt" and _storable(value):
@@ -192,7 +192,9 @@ def rows(step: int, stage: str, round_: int, group_size: int, inputs: Sequence[d
     return out
 
 
-def _num(v) -> float | None:
+def finite_or_none(v) -> float | None:
+    """A score as a plain float (numpy scalars and 0-d tensors too); None where there is
+    none or it is not finite (the log, and eval.json, stay valid JSON)."""
     try:
         v = float(v)
     except (TypeError, ValueError):
@@ -259,4 +261,4 @@ def read(path: Path, steps: Sequence[int] | None = None):
     return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
 
 
-__all__ = ["FOLDER", "OURS", "RolloutLog", "RolloutLogSettings", "logged", "rows", "write", "read", "files", "truncate", "prompt_index", "prompt_text"]
+__all__ = ["FOLDER", "OURS", "RolloutLog", "RolloutLogSettings", "logged", "rows", "write", "read", "files", "truncate", "prompt_index", "prompt_text", "finite_or_none"]
