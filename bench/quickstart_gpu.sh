@@ -7,11 +7,13 @@
 #   MODEL=smollm2-135m GRPO=grpo bash bench/quickstart_gpu.sh    # where grpo is installed
 #
 # env: MODEL (default /root/m/smollm2.gguf), PY (python3), GRPO (default $PY -m grpo_core), DIR (outputs/qg),
-# EXTRA (more overrides for every run, e.g. a short dry run on a CPU), LIMIT (eval prompts, 64).
+# EXTRA (more overrides for every run, e.g. a short dry run on a CPU), LIMIT (eval prompts, 64),
+# ARMS ("bare iter2"; "bare" runs the config as it is only, seeds 0 and 1: two runs).
+#   ARMS=bare EXTRA="--model.cudnn_attention true" bash bench/quickstart_gpu.sh   # do the stops come back?
 # On an H200 (2026-11-26) the four runs took over 6 minutes together: plan for 7.
 set -u
 MODEL=${MODEL:-/root/m/smollm2.gguf}; PY=${PY:-python3}; GRPO=${GRPO:-$PY -m grpo_core}; DIR=${DIR:-outputs/qg}
-LIMIT=${LIMIT:-64}; EXTRA=${EXTRA:-}
+LIMIT=${LIMIT:-64}; EXTRA=${EXTRA:-}; ARMS=${ARMS:-bare iter2}
 export GRPO_MATH_WORKERS=${GRPO_MATH_WORKERS:-2}
 mkdir -p "$DIR"
 sed "s#^  id: smollm2-135m#  id: $(printf '%s' "$MODEL" | sed 's/[#&\\]/\\&/g')#" examples/quickstart-gpu.yaml \
@@ -43,9 +45,14 @@ one() {
 }
 
 rm -f "$DIR/runs.txt"
-one bare-0 0 & one bare-1 1 &
-one iter2-0 0 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
-one iter2-1 1 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
+for arm in $ARMS; do
+  case $arm in
+    bare) one bare-0 0 & one bare-1 1 & ;;
+    iter2) one iter2-0 0 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
+           one iter2-1 1 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 & ;;
+    *) echo "ARMS: unknown arm '$arm' (bare, iter2)" >&2; exit 2 ;;
+  esac
+done
 wait
 sort "$DIR/runs.txt"
 for f in "$DIR"/*.eval.json; do
