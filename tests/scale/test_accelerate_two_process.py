@@ -151,3 +151,23 @@ def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_p
     for step in {r["step"] for r in log}:  # each process trained one group of its own share of each round
         trained = sorted((r["round"], r["group"]) for r in log if r["step"] == step and r["trained"])
         assert len(trained) == 2 * 4 and {g // oversample for _, g in trained} == {0, 1}
+
+
+@pytest.mark.parametrize("multi_stage, trained, on_disk, saves", [
+    (False, True, False, False),  # a trained single stage saved already; a process that cannot see it yet still skips
+    (False, True, True, False),
+    (True, True, True, True),  # multi-stage: the last stage's weights go to the root, in every process
+    (True, True, False, True),
+    (False, False, False, True),  # nothing trained this time and no weights: the main process writes them
+    (False, False, True, False),
+])
+def test_every_process_decides_alike_whether_the_run_saves_its_final_weights(tmp_path, multi_stage, trained,
+                                                                              on_disk, saves):
+    """Under ZeRO-3 or FSDP saving is a collective: a non-main process that did not yet see the
+    main one's adapter/ folder and saved again would wait alone for ever."""
+    from grpo_core.run.train import final_to_save
+
+    final = tmp_path / "adapter"
+    if on_disk:
+        final.mkdir()
+    assert final_to_save(multi_stage, trained, final) is saves

@@ -80,6 +80,18 @@ def _save_final(model, tokenizer, path: Path, trainer=None) -> None:
     tokenizer.save_pretrained(path)
 
 
+def final_to_save(multi_stage: bool, trained: bool, final: Path) -> bool:
+    """Whether the end of a run saves its final weights at ``final``. Every process must
+    decide alike: under ZeRO-3 or FSDP saving gathers the weights from all of them, and
+    one that saves alone waits for the others for ever. So the file system decides only
+    where nothing trained this time (then only the main process writes): a single stage
+    that trained saved them already, in every process; a multi-stage run copies its last
+    stage's weights to the run's root."""
+    if multi_stage:
+        return True
+    return not trained and not final.is_dir()
+
+
 def _load_stage_weights(cfg: RunConfig, model, path: Path):
     """The model as a finished stage left it (its saved adapter or weights)."""
     if cfg.lora is not None:
@@ -349,7 +361,7 @@ def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
     """The final adapter or model, optionally merged and pushed; the closing line."""
     cfg, root, trainer = r.cfg, r.root, r.trainer
     final = root / ("adapter" if cfg.lora is not None else "model")
-    if cfg.multi_stage or not final.is_dir():
+    if final_to_save(cfg.multi_stage, trainer is not None, final):
         _save_final(model, tokenizer, final, trainer)
     result.final_dir = final
     if trainer is not None and r.plans[-1].args.push_to_hub:
@@ -377,4 +389,4 @@ def plot_safely(root: Path, log: Callable) -> Path | None:
         return None
 
 
-__all__ = ["run", "TrainResult", "GrpoError"]
+__all__ = ["run", "TrainResult", "GrpoError", "final_to_save"]
