@@ -263,3 +263,29 @@ def test_eval_without_checkpoint_names_the_directory_and_the_fix_when_no_run_fin
     assert "stage 'main' did not finish: its last checkpoint is checkpoint-3" in refused()
     (run / "progress.json").write_text('{"stages": {"main": {"done": true, "steps": 4}}}')
     assert "its final weights (adapter/ or model/) are missing" in refused()
+
+
+def test_eval_names_the_first_three_misses_and_counts_only_scored_completions(capsys):
+    from grpo_core.commands.eval import _per_prompt, _say_misses
+
+    def judge(completions, **kwargs):
+        return []
+
+    judge.correctness, judge.range = True, (0, 2)  # full marks are 2, the top of the declared range
+    rows = [{"prompt": [{"role": "user", "content": f"What is {i} + 1?"}], "answer": i + 1} for i in range(6)]
+    scores = [2.0, 1.0, None, 0.0, 1.9999, 0.0]  # full marks, three misses, no opinion, a miss by a hair
+    written = [[{"text": f"line one\nsays {i}", "rewards": {"judge": s}}] for i, s in enumerate(scores)]
+    _say_misses([judge], rows, written)
+    out = capsys.readouterr().out.splitlines()
+    # 5 scored (None left out), 4 below 2; the first three shown, folded onto one line each
+    assert out[0].startswith("the trained model missed full marks on judge in 4 of 5 scored completions; the first 3")
+    assert out[1:] == ["  'What is 1 + 1?' (answer '2') -> 'line one says 1'",
+                       "  'What is 3 + 1?' (answer '4') -> 'line one says 3'",
+                       "  'What is 4 + 1?' (answer '5') -> 'line one says 4'"]
+    # eval.json's rows: the answer as text whatever the dataset's type, what each model wrote under its label
+    import numpy as np
+
+    items = _per_prompt([{"prompt": "What is 41 + 1?", "answer": np.int64(42)}, {"prompt": "p"}],
+                        {"trained": [["a"], ["b"]]})
+    assert items == [{"prompt": "What is 41 + 1?", "answer": "42", "trained": ["a"]}, {"prompt": "p", "trained": ["b"]}]
+    json.dumps(items)

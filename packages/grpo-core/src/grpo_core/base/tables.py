@@ -22,3 +22,10 @@ def table(rows: list[list[str]], headers: list[str]) -> str:
     for row in rows:
         lines.append("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
     return "\n".join(lines)
+
+
+def clip(text, n: int = 160) -> str:
+    """Model output (or any text) for a console line: whitespace folded, at most ``n``
+    characters (print it with ``!r`` so that control characters show escaped)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 3] + "..."

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.base.flags import flag_value, flag_values
-from grpo_core.base.tables import number, table  # noqa: F401 - the commands' tables and numbers
+from grpo_core.base.tables import clip, number, table  # noqa: F401 - the commands' tables, numbers, text
 from grpo_core.config.values import Range
 from grpo_core.plugin import registry
 from grpo_core.plugin.plugins import PluginProblem, report_once  # (commands.plugins is a command)

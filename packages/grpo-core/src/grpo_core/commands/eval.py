@@ -10,7 +10,7 @@ from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
-from grpo_core.commands import SUMMARIES, number, table
+from grpo_core.commands import SUMMARIES, clip, number, table
 from grpo_core.config import models
 from grpo_core.config.grpo_args import default_output_dir
 from grpo_core.config.load import load_config
@@ -52,7 +52,7 @@ def add_parser(sub) -> None:
 def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) -> dict:
     """``names``: the reward columns when they are more than ``funcs`` (an environment's
     get_reward comes after them)."""
-    from grpo_core.run.heldout import accuracy, full_marks
+    from grpo_core.run.heldout import accuracy, correctness_reward, full_marks
 
     flat = [c for g in groups for c in g]
     out = {"n": len(flat), "reward_total": _mean(totals),
@@ -61,7 +61,8 @@ def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) 
     names = names or [f.__name__ for f in funcs]
     for name, values in zip(names, per_reward):
         out[name] = _mean(values)
-    acc = next((i for i, f in enumerate(funcs) if getattr(f, "correctness", False)), None)  # declared, not guessed
+    reward = correctness_reward(funcs)  # declared, not guessed
+    acc = list(funcs).index(reward) if reward is not None else None
     fmt = next((i for i, n in enumerate(names) if n.startswith("format.")), None)
     # the figure held-out accuracy logs while training (grpo_core.run.heldout): full marks of the declared range
     out["accuracy"] = accuracy(per_reward[acc], full_marks(funcs[acc])) if acc is not None else None
@@ -191,9 +192,9 @@ def run(args) -> int:
 def _say_misses(funcs, rows: list, written: list[list[dict]], shown: int = 3) -> None:
     """The trained model's first misses on the declared correctness reward, on the
     console: a right answer scored wrong (an extraction bug) shows here first."""
-    from grpo_core.run.heldout import full_marks
+    from grpo_core.run.heldout import correctness_reward, full_marks
 
-    reward = next((f for f in funcs if getattr(f, "correctness", False)), None)
+    reward = correctness_reward(funcs)
     if reward is None:
         return
     name, top = reward.__name__, full_marks(reward)
@@ -204,13 +205,8 @@ def _say_misses(funcs, rows: list, written: list[list[dict]], shown: int = 3) ->
     print(f"the trained model missed full marks on {name} in {len(misses)} of {len(scored)} scored completions; "
           f"the first {min(shown, len(misses))} (all in the report's 'completions'):")
     for row, c in misses[:shown]:
-        answer = f" (answer {_clip(str(row['answer']))!r})" if row.get("answer") is not None else ""
-        print(f"  {_clip(prompt_text(row.get('prompt')))!r}{answer} -> {_clip(c['text'])!r}")
-
-
-def _clip(text: str, limit: int = 100) -> str:
-    """Model output on a terminal: one bounded line (repr escapes control characters)."""
-    return text if len(text) <= limit else text[:limit] + "..."
+        answer = f" (answer {clip(row['answer'], 100)!r})" if row.get("answer") is not None else ""
+        print(f"  {clip(prompt_text(row.get('prompt')), 100)!r}{answer} -> {clip(c['text'], 100)!r}")
 
 
 def _multi_turn(prepared, stage, rows, model, tokenizer, samples: int) -> tuple[dict, list]:
@@ -229,15 +225,9 @@ def _written(names: list[str], per_reward: list[list], groups: list[list]) -> li
     each completion with its tokens and its score from every reward (a float; null where
     the reward gave none or a non-finite value: eval.json stays valid JSON)."""
 
-    flat = [c for g in groups for c in g]
-    scores = [{name: finite_or_none(v) for name, v in zip(names, column)} for column in zip(*per_reward)] \
-        if per_reward else [{} for _ in flat]
-    out, i = [], 0
-    for group in groups:
-        out.append([{"text": c.text, "tokens": int(c.num_tokens), "truncated": bool(c.truncated),
-                     "rewards": scores[i + k]} for k, c in enumerate(group)])
-        i += len(group)
-    return out
+    scores = iter([{name: finite_or_none(v) for name, v in zip(names, column)} for column in zip(*per_reward)])
+    return [[{"text": c.text, "tokens": int(c.num_tokens), "truncated": bool(c.truncated), "rewards": next(scores, {})}
+             for c in group] for group in groups]
 
 
 def _per_prompt(rows: list, written: dict) -> list[dict]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
-from grpo_core.base.tables import number
+from grpo_core.base.tables import clip, number
 from grpo_core.commands import SUMMARIES
 from grpo_core.run.outputs import METRICS, read_jsonl
 from grpo_core.trainer import rollout_log
@@ -87,11 +87,6 @@ def _n(v) -> str:
     return number(v, 3)
 
 
-def _clip(text: str, n: int = 160) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 3] + "..."
-
-
 def _print_rows(rows: list[dict], total: int, as_json: bool) -> None:
     if as_json:
         for r in rows:
@@ -105,7 +100,7 @@ def _print_rows(rows: list[dict], total: int, as_json: bool) -> None:
             print(f"\nstep {step}")
         flags = " [truncated]" if r.get("truncated") else ""
         where = f"group {r['group']}" + (f" round {r['round']}" if r.get("round") else "")
-        print(f"  {where} | {_clip(r['prompt'], 60)!r}{flags}\n    {_clip(r['completion'])!r}\n    {_scores(r)}")
+        print(f"  {where} | {clip(r['prompt'], 60)!r}{flags}\n    {clip(r['completion'])!r}\n    {_scores(r)}")
 
 
 def _print_groups(rows: list[dict], k: int, as_json: bool) -> None:
@@ -126,6 +121,6 @@ def _print_groups(rows: list[dict], k: int, as_json: bool) -> None:
                 sys.stdout.write(json.dumps({"step": step, "group": best["group"], "best": best, "worst": worst},
                                             default=str) + "\n")
                 continue
-            print(f"  group {best['group']}: {_clip(best['prompt'], 80)!r}")
-            print(f"    best : {_clip(best['completion'])!r}\n           {_scores(best)}")
-            print(f"    worst: {_clip(worst['completion'])!r}\n           {_scores(worst)}")
+            print(f"  group {best['group']}: {clip(best['prompt'], 80)!r}")
+            print(f"    best : {clip(best['completion'])!r}\n           {_scores(best)}")
+            print(f"    worst: {clip(worst['completion'])!r}\n           {_scores(worst)}")
