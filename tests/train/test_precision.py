@@ -70,11 +70,17 @@ def test_pure_bf16_casts_the_adapters_too(grpo, tmp_path):
     assert {str(v.dtype) for v in weights.values()} == {"torch.bfloat16"}
 
 
-def test_sampling_autocast_only_on_cuda_over_low_precision_weights():
+def test_sampling_autocast_on_cuda_over_low_precision_weights_on_a_cpu_under_bf16():
     lora = choose("cuda", bf16=True, lora=True)  # bf16 base, float32 adapters
     full = choose("cuda", bf16=True, lora=False)  # float32 weights
     assert sampling_autocast(lora, "cuda") == BF16
     assert sampling_autocast(full, "cuda") is None  # a static cache needs one dtype for keys and values
     assert sampling_autocast(choose("cuda", dtype="bfloat16", bf16=True), "cuda") == BF16
-    assert sampling_autocast(choose("cpu", bf16=True, lora=True), "cpu") is None
     assert sampling_autocast(choose("cuda", bf16=False, lora=True), "cuda") is None
+    # a CPU: float32 weights (LoRA or not) sample under bf16 autocast when bf16 is set, as the step trains
+    assert sampling_autocast(choose("cpu", bf16=True, lora=True), "cpu") == BF16
+    assert sampling_autocast(choose("cpu", bf16=True, lora=False), "cpu") == BF16
+    assert sampling_autocast(choose("cpu", bf16=True, lora=True), "cpu", static_cache=True) is None
+    assert sampling_autocast(choose("cpu", fp16=True, lora=True), "cpu") is None  # float16 matmuls: slow on CPUs
+    assert sampling_autocast(choose("cpu", lora=True), "cpu") is None
+    assert sampling_autocast(choose("mps", bf16=True, lora=True), "mps") is None

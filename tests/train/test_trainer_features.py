@@ -360,8 +360,13 @@ def test_with_vllm_nothing_changes_and_on_a_cpu_sampling_uses_its_threads():
     before = torch.get_num_threads()
     sampler = FastSampling(Sampling(threads=1, autocast="bfloat16"), _config(), 8)
     assert sampler.sample(torch.get_num_threads, [[1]], "cpu") == 1
-    assert sampler.sample(lambda: torch.is_autocast_enabled("cuda"), [[1]], "cpu") is False  # autocast: CUDA only
-    assert torch.get_num_threads() == before
+    assert sampler.sample(lambda: torch.is_autocast_enabled("cuda"), [[1]], "cpu") is False
+    # on a CPU the sampling autocast is the CPU's (precision.sampling_autocast decides whether there is one)
+    assert sampler.sample(lambda: (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")), [[1]],
+                          "cpu") == (True, torch.bfloat16)
+    assert torch.get_num_threads() == before and not torch.is_autocast_enabled("cpu")
+    plain = FastSampling(Sampling(threads=1), _config(), 8)
+    assert plain.sample(lambda: torch.is_autocast_enabled("cpu"), [[1]], "cpu") is False
 
 
 # ------------------------------------------------------------------ rewards: the failure policy, environments' columns

@@ -43,16 +43,26 @@ class Precision:
         return f"weights {self.trainable}, compute {self.compute}"
 
 
-def sampling_autocast(precision: Precision | None, device: str) -> str | None:
+def sampling_autocast(precision: Precision | None, device: str, static_cache: bool = False) -> str | None:
     """The autocast dtype to sample under, or None.
 
-    Only on CUDA, and only when the weights are already in the autocast dtype (a
-    LoRA base, pure bf16): then autocast just brings the float32 adapters along.
-    float32 weights (a full fine-tune) sample in float32: under autocast their
-    rotary-embedded keys stay float32 while values turn bf16, and a static KV
-    cache holds one dtype for both (seen on an H100: index_copy_ dtype error).
+    On CUDA only when the weights are already in the autocast dtype (a LoRA base,
+    pure bf16): then autocast just brings the float32 adapters along. float32
+    weights (a full fine-tune) sample in float32 there: under autocast their
+    rotary-embedded keys stay float32 while values turn bf16, and a static KV cache
+    (fast generation) holds one dtype for both (seen on an H100: index_copy_ dtype
+    error).
+
+    On a CPU under bf16 autocast (``bf16: true`` set there), sampling runs under it
+    too unless a static cache is in use: decoding there is bound by reading the
+    weights, and bf16 matrix products read half as much (the training step already
+    runs its products in bf16, so the sampled policy is the one trained).
     """
-    if precision is None or device != "cuda" or not precision.autocast:
+    if precision is None or not precision.autocast:
+        return None
+    if device == "cpu":
+        return "bfloat16" if precision.autocast == "bfloat16" and not static_cache else None
+    if device != "cuda":
         return None
     return precision.autocast if precision.load == precision.autocast else None
 

@@ -43,8 +43,9 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
     each checkpoint records (the resume decision's, with the data's fingerprint; default
     the config's, without it)."""
     cfg, device, h = prepared.cfg, prepared.device, prepared.cfg.health
-    sampling = Sampling(fast=fast_generation(cfg, _args(plan, rollouts_only), device),
-                        threads=generation_threads(cfg, device), autocast=sampling_autocast(precision, "cuda"),
+    fast = fast_generation(cfg, _args(plan, rollouts_only), device)
+    sampling = Sampling(fast=fast, threads=generation_threads(cfg, device),
+                        autocast=sampling_autocast(precision, device, static_cache=fast),
                         merged=merged_sampling(cfg, device))
     guard = GuardSettings(h.on_nonfinite, h.snapshot, h.max_skips, h.max_weight_jump)
     environment_rewards = trainer_kwargs(cfg.environment).get("environment_rewards", {})

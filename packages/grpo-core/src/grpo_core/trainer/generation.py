@@ -192,7 +192,7 @@ class Sampling:
 
     fast: bool = False  # static KV cache and compiled decoding (never with vLLM)
     threads: int | str | None = None  # torch threads while sampling on a CPU; None: torch's own; "auto": idle cores
-    autocast: str | None = None  # on CUDA, sample under autocast to this dtype (config.precision.sampling_autocast)
+    autocast: str | None = None  # sample under autocast to this dtype (config.precision.sampling_autocast)
     merged: bool | str = False  # LoRA adapters merged into a copy of the weights while sampling (.merged_lora)
 
 
@@ -201,8 +201,9 @@ class FastSampling:
     static KV cache sized by prompt bucket and compiled decoding (TRL builds its
     GenerationConfig with ``disable_compile=True``; decoding a small model eagerly is
     bound by kernel launches), ``threads`` torch threads on a CPU (``auto``: the cores
-    other processes left idle since the last generation), autocast where the weights
-    are in that dtype already. If compiling or the static cache fails,
+    other processes left idle since the last generation), autocast as
+    ``config.precision.sampling_autocast`` decides (on CUDA where the weights are in
+    that dtype already, on a CPU under bf16). If compiling or the static cache fails,
     sampling goes on eagerly with one warning."""
 
     def __init__(self, settings: Sampling, generation_config, max_completion_length: int, *, vllm: bool = False,
@@ -254,8 +255,8 @@ class FastSampling:
         stack = contextlib.ExitStack()
         if device == "cpu" and self.settings.threads:
             stack.enter_context(torch_threads(self.cpu_threads()))
-        if device == "cuda" and self.settings.autocast:
-            stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, self.settings.autocast)))
+        if device in ("cuda", "cpu") and self.settings.autocast:
+            stack.enter_context(torch.autocast(device, dtype=getattr(torch, self.settings.autocast)))
         if self.merge is not None:
             stack.enter_context(self.merge.merged())
         return stack
