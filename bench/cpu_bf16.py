@@ -1,7 +1,7 @@
 """bf16 on a CPU (``bf16: true`` there): what sampling and the training step's forward
 and backward pass cost under bf16 autocast against float32, on the same LoRA model
 (the quickstart's shape by default: SmolLM2-135M, r 16, all-linear, sampling from the
-merged weights as the trainer does), the two sides alternating, best of ``--runs``
+merged weights as the trainer does: a float32 copy, or under bf16 a bf16 one), the two sides alternating, best of ``--runs``
 each. Prints seconds per side and the ratio bf16 / float32 for each part, and the share
 of greedy tokens both sides decode alike (bf16 rounds, so it need not be 1).
 
@@ -27,13 +27,13 @@ def autocast(on: bool):
     return torch.autocast("cpu", dtype=torch.bfloat16) if on else contextlib.nullcontext()
 
 
-def sample(model, merge, enc, tokens: int, bf16: bool, *, greedy: bool = False):
+def sample(model, merges, enc, tokens: int, bf16: bool, *, greedy: bool = False):
     import torch
 
     kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=not greedy, pad_token_id=enc["input_ids"][0, 0])
     torch.manual_seed(1)
     t0 = time.perf_counter()
-    with torch.no_grad(), merge.merged(), autocast(bf16):
+    with torch.no_grad(), merges[bf16].merged(), autocast(bf16):
         out = model.generate(**enc, **kw)
     return time.perf_counter() - t0, out
 
@@ -68,16 +68,16 @@ def main() -> None:
 
             opts.model, opts.runs, opts.tokens, opts.length = str(make_tiny_model(tmp + "/model")), 1, 8, 16
         model, tok = build(opts.model, 16)
-        merge = MergedLora.of(model, True)
+        merges = {False: MergedLora.of(model, True), True: MergedLora.of(model, True, dtype="bfloat16")}
         enc = prompts(tok, opts.batch)
         ids = torch.randint(10, min(1000, model.config.vocab_size), (opts.batch, opts.length))
-        same = (sample(model, merge, enc, opts.tokens, False, greedy=True)[1]
-                == sample(model, merge, enc, opts.tokens, True, greedy=True)[1]).float().mean().item()
+        same = (sample(model, merges, enc, opts.tokens, False, greedy=True)[1]
+                == sample(model, merges, enc, opts.tokens, True, greedy=True)[1]).float().mean().item()
         model.train()
         times = {(part, side): [] for part in ("sample", "step") for side in ("float32", "bf16")}
         for run in range(opts.runs + 1):  # the first round warms both sides up and is left out
             for side in ("float32", "bf16"):
-                s = sample(model, merge, enc, opts.tokens, side == "bf16")[0]
+                s = sample(model, merges, enc, opts.tokens, side == "bf16")[0]
                 t = step(model, ids, side == "bf16")
                 if run:
                     times["sample", side].append(s)

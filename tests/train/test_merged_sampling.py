@@ -51,6 +51,40 @@ def test_merged_weights_give_the_adapted_model_and_leave_the_frozen_weights_unto
         assert torch.equal(model(ids).logits, adapted)  # adapters on again
 
 
+def test_a_bf16_copy_holds_the_merged_sum_rounded_once_and_samples_the_adapted_model(tiny_model):
+    # a CPU under bf16 (precision.sampling_autocast): the copy the products read is bf16, half the bytes
+    model, _ = _lora(tiny_model)
+    ids = torch.randint(0, 100, (3, 9))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        adapted = model(ids).logits.float()
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    merge = MergedLora.of(model, True, dtype="bfloat16")
+    assert {b.dtype for b in merge.buffers} == {torch.bfloat16}
+    layer = merge.layers[0]
+    weight = layer.base_layer.weight
+    expected = (weight.detach() + layer.get_delta_weight("default")).to(torch.bfloat16)  # summed in float32
+    with torch.no_grad(), merge.merged(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert weight.dtype == torch.bfloat16 and torch.equal(weight, expected)
+        inside = model(ids).logits.float()
+    # the same model as the adapters under autocast, up to bf16 rounding of the merged weights
+    assert (inside - adapted).abs().max() < 0.05 * adapted.abs().max()
+    for n, p in model.named_parameters():
+        if n in frozen:
+            assert p.dtype == torch.float32 and torch.equal(p, frozen[n])
+
+
+def test_the_trainer_samples_from_a_copy_in_its_sampling_autocast_dtype(tiny_model):
+    from transformers import GenerationConfig
+
+    from grpo_core.trainer.generation import FastSampling, Sampling
+
+    model, _ = _lora(tiny_model)
+    under_bf16 = FastSampling(Sampling(merged=True, autocast="bfloat16"), GenerationConfig(), 8, model=model)
+    plain = FastSampling(Sampling(merged=True), GenerationConfig(), 8, model=model)
+    assert {b.dtype for b in under_bf16.merge.buffers} == {torch.bfloat16}
+    assert {b.dtype for b in plain.merge.buffers} == {torch.float32}
+
+
 def test_weights_are_put_back_when_sampling_fails(tiny_model):
     model, _ = _lora(tiny_model)
     merge = MergedLora.of(model, "auto")

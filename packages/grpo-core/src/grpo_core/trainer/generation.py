@@ -217,7 +217,8 @@ class FastSampling:
         if self.fast and merged is True:
             log("warning: model.merged_sampling: true is not used with fast generation (compiled decoding keeps the "
                 "weights it captured); set model.fast_generation: false to sample from merged weights.")
-        self.merge = None if vllm or model is None or self.fast else MergedLora.of(model, merged, log)
+        self.merge = None if vllm or model is None or self.fast else MergedLora.of(
+            model, merged, log, dtype=settings.autocast)
         self.meter = CoreMeter() if settings.threads == "auto" else None
         self.told = False  # auto's first generation on fewer threads than torch's, said once
         self.chosen: int | None = None  # auto's threads for the training step under way (step_threads)

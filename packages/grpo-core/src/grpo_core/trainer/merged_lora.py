@@ -35,9 +35,13 @@ class MergedLora:
     buffers: list  # one tensor per layer, the shape of its base weight
 
     @classmethod
-    def of(cls, model, setting: bool | str, log: Callable[[str], None] = print) -> MergedLora | None:
+    def of(cls, model, setting: bool | str, log: Callable[[str], None] = print,
+           dtype: str | None = None) -> MergedLora | None:
         """The merge for ``model`` under ``model.merged_sampling`` (``auto``, True, False),
-        or None where it does not apply (``auto``: quietly; True: with one warning)."""
+        or None where it does not apply (``auto``: quietly; True: with one warning).
+        ``dtype`` ("bfloat16"): the merged copy in that dtype, for sampling under autocast
+        to it (a CPU under bf16): half the bytes each decoded token reads, no cast per
+        product; None: the dtype of the weights."""
         if setting is False or setting == "false":
             return None
         layers, why = lora_layers(model)
@@ -49,7 +53,8 @@ class MergedLora:
             return None
         import torch
 
-        return cls(model, layers, [torch.empty_like(m.base_layer.weight) for m in layers])
+        kind = getattr(torch, dtype) if dtype else None
+        return cls(model, layers, [torch.empty_like(m.base_layer.weight, dtype=kind) for m in layers])
 
     @contextlib.contextmanager
     def merged(self) -> Iterator[None]:
@@ -61,10 +66,14 @@ class MergedLora:
             with torch.no_grad():
                 for layer, buffer in zip(self.layers, self.buffers):
                     weight = layer.base_layer.weight
-                    buffer.copy_(weight)
+                    # summed in the weights' dtype, then rounded once into a lower-precision copy
+                    total = buffer if buffer.dtype == weight.dtype else weight.detach().clone()
+                    total.copy_(weight)
                     for name in layer.active_adapters:
                         if name in layer.lora_A:
-                            buffer.add_(layer.get_delta_weight(name).to(buffer.dtype))
+                            total.add_(layer.get_delta_weight(name).to(total.dtype))
+                    if total is not buffer:
+                        buffer.copy_(total)
                     saved.append((weight, weight.data))
                     weight.data = buffer
             with self.model.disable_adapter():
