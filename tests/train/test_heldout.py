@@ -106,6 +106,19 @@ def test_held_out_accuracy_on_a_step_that_reuses_a_batch_is_on_the_console(grpo,
         assert [x for x in out.splitlines() if x.startswith(f"step {step}/4") and "held-out accuracy" in x], out
 
 
+def test_held_out_accuracy_under_bf16_on_a_cpu_samples_from_the_bf16_copy_as_training_does(grpo, digit_correctness,
+                                                                                          tmp_path):
+    """bf16 on a CPU: training samples under bf16 autocast from a bf16 merged copy of the LoRA
+    weights; the held-out evaluation between steps samples the same way (outside the autocast
+    the bf16 copy meets float32 activations: a dtype error after step 1, seen in the quickstart)."""
+    code, out, err = grpo(TINY, "--max_steps", "2", "--rewards", "test.has_digit", "--no-check", *HELDOUT,
+                          "--bf16", "true")
+    assert code == 0, out + err
+    assert "compute bfloat16 autocast" in out
+    logged = [r for r in records(tmp_path / "out" / "metrics.jsonl") if "eval/accuracy" in r]
+    assert [r["step"] for r in logged] == [1, 2] and all(0 <= r["eval/accuracy"] <= 1 for r in logged)
+
+
 @pytest.mark.parametrize("scores, top, expected", [
     ([1.0, 0.0, 1.0, 0.0], 1.0, 0.5),
     ([1.0, None, 0.0, None, 1.0, 1.0], 1.0, 0.75),  # None: no opinion, left out (3 of 4)

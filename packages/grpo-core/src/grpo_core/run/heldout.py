@@ -93,8 +93,9 @@ class HeldoutCallback(TrainerCallback):
         try:
             if self.multi_turn is not None:
                 return accuracy(self._rolled_out(model), full_marks(self.reward))
-            merge = getattr(getattr(self.trainer, "sampler", None), "merge", None)  # as training samples
-            with merge.merged() if merge is not None else contextlib.nullcontext():
+            sampler = getattr(self.trainer, "sampler", None)  # as training samples
+            device = self.trainer.accelerator.device.type
+            with sampler.weights(device) if sampler is not None else contextlib.nullcontext():
                 groups = generation.generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows],
                                              n=1, do_sample=False, **self.sampling)
         finally:

@@ -251,11 +251,18 @@ class FastSampling:
             self.config.max_cache_len = need
 
     def context(self, device: str) -> contextlib.ExitStack:
-        import torch
-
         stack = contextlib.ExitStack()
         if device == "cpu" and self.settings.threads:
             stack.enter_context(torch_threads(self.cpu_threads()))
+        stack.enter_context(self.weights(device))
+        return stack
+
+    def weights(self, device: str) -> contextlib.ExitStack:
+        """The model as training samples it: under the sampling autocast, from the merged
+        copy (a bf16 copy needs the autocast). Held-out evaluation samples inside it too."""
+        import torch
+
+        stack = contextlib.ExitStack()
         if device in ("cuda", "cpu") and self.settings.autocast:
             stack.enter_context(torch.autocast(device, dtype=getattr(torch, self.settings.autocast)))
         if self.merge is not None:
