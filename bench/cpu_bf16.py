@@ -1,7 +1,8 @@
 """bf16 on a CPU (``bf16: true`` there): what sampling and the training step's forward
 and backward pass cost under bf16 autocast against float32, on the same LoRA model
 (the quickstart's shape by default: SmolLM2-135M, r 16, all-linear, sampling from the
-merged weights as the trainer does: a float32 copy, or under bf16 a bf16 one), the two sides alternating, best of ``--runs``
+merged weights as the trainer does: a float32 copy, or under bf16 a bf16 one and a bf16
+copy of the output head), the two sides alternating, best of ``--runs``
 each. Prints seconds per side and the ratio bf16 / float32 for each part, and the share
 of greedy tokens both sides decode alike (bf16 rounds, so it need not be 1).
 
@@ -33,7 +34,10 @@ def sample(model, merges, enc, tokens: int, bf16: bool, *, greedy: bool = False)
     kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=not greedy, pad_token_id=enc["input_ids"][0, 0])
     torch.manual_seed(1)
     t0 = time.perf_counter()
-    with torch.no_grad(), merges[bf16].merged(), autocast(bf16):
+    from grpo_core.trainer.generation import head_in
+
+    head = head_in(model, "bfloat16") if bf16 else contextlib.nullcontext()  # as the trainer's sampler
+    with torch.no_grad(), autocast(bf16), merges[bf16].merged(), head:  # the trainer's order
         out = model.generate(**enc, **kw)
     return time.perf_counter() - t0, out
 

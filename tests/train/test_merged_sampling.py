@@ -19,9 +19,9 @@ def _lora(tiny_model, **extra):
     from peft import LoraConfig, get_peft_model
 
     model, tok = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    torch.manual_seed(0)  # lora_A's initialisation too: the same adapter whatever ran before
     model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0,
                                              **extra))
-    torch.manual_seed(0)
     with torch.no_grad():  # a trained adapter: B is zero at initialisation, which would hide a missing merge
         for name, p in model.named_parameters():
             if "lora_B" in name:
@@ -51,23 +51,27 @@ def test_merged_weights_give_the_adapted_model_and_leave_the_frozen_weights_unto
         assert torch.equal(model(ids).logits, adapted)  # adapters on again
 
 
-def test_a_bf16_copy_holds_the_merged_sum_rounded_once_and_samples_the_adapted_model(tiny_model):
-    # a CPU under bf16 (precision.sampling_autocast): the copy the products read is bf16, half the bytes
+def test_a_bf16_copy_holds_the_merged_sum_rounded_once_as_the_trainer_samples(tiny_model):
+    # a CPU under bf16 (precision.sampling_autocast): the copy the products read is bf16, half the bytes;
+    # the sum W + B @ A is taken in float32 although the sampler's autocast is on around it
+    from transformers import GenerationConfig
+
+    from grpo_core.trainer.generation import FastSampling, Sampling
+
     model, _ = _lora(tiny_model)
-    ids = torch.randint(0, 100, (3, 9))
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        adapted = model(ids).logits.float()
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
-    merge = MergedLora.of(model, True, dtype="bfloat16")
-    assert {b.dtype for b in merge.buffers} == {torch.bfloat16}
-    layer = merge.layers[0]
-    weight = layer.base_layer.weight
-    expected = (weight.detach() + layer.get_delta_weight("default")).to(torch.bfloat16)  # summed in float32
-    with torch.no_grad(), merge.merged(), torch.autocast("cpu", dtype=torch.bfloat16):
-        assert weight.dtype == torch.bfloat16 and torch.equal(weight, expected)
-        inside = model(ids).logits.float()
-    # the same model as the adapters under autocast, up to bf16 rounding of the merged weights
-    assert (inside - adapted).abs().max() < 0.05 * adapted.abs().max()
+    sampler = FastSampling(Sampling(merged=True, autocast="bfloat16"), GenerationConfig(), 8, model=model)
+    assert {b.dtype for b in sampler.merge.buffers} == {torch.bfloat16}
+    expected = [(m.base_layer.weight.detach() + m.get_delta_weight("default")).to(torch.bfloat16)
+                for m in sampler.merge.layers]  # float32 sum, outside any autocast, rounded once
+    ids = torch.randint(0, 100, (3, 9))
+    with torch.no_grad():
+        with sampler.weights("cpu"):  # the trainer's order: autocast, then the merged copy
+            for layer, want in zip(sampler.merge.layers, expected):
+                assert layer.base_layer.weight.dtype == torch.bfloat16
+                assert torch.equal(layer.base_layer.weight, want)
+            inside = model(ids).logits
+        assert torch.isfinite(inside).all()
     for n, p in model.named_parameters():
         if n in frozen:
             assert p.dtype == torch.float32 and torch.equal(p, frozen[n])
@@ -83,6 +87,29 @@ def test_the_trainer_samples_from_a_copy_in_its_sampling_autocast_dtype(tiny_mod
     plain = FastSampling(Sampling(merged=True), GenerationConfig(), 8, model=model)
     assert {b.dtype for b in under_bf16.merge.buffers} == {torch.bfloat16}
     assert {b.dtype for b in plain.merge.buffers} == {torch.float32}
+
+
+def test_under_cpu_bf16_the_output_head_reads_a_bf16_copy_with_the_numbers_autocast_gives(tiny_model):
+    from transformers import GenerationConfig
+
+    from grpo_core.trainer.generation import FastSampling, Sampling
+
+    model, _ = _lora(tiny_model)
+    head = model.get_output_embeddings()
+    before = head.weight.detach().clone()
+    ids = torch.randint(0, 100, (3, 9))
+    sampler = FastSampling(Sampling(merged=True, autocast="bfloat16"), GenerationConfig(), 8, model=model)
+    with torch.no_grad():
+        with torch.autocast("cpu", dtype=torch.bfloat16), sampler.merge.merged():
+            expected = model(ids).logits  # autocast casting the float32 head at every call
+        with sampler.weights("cpu"):
+            assert "forward" in vars(head)  # the copy's projection
+            inside = model(ids).logits
+    assert torch.equal(inside, expected)
+    assert "forward" not in vars(head) and head.weight.dtype == torch.float32 and torch.equal(head.weight, before)
+    plain = FastSampling(Sampling(merged=True), GenerationConfig(), 8, model=model)
+    with plain.weights("cpu"):
+        assert "forward" not in vars(head)  # float32 sampling: nothing to copy
 
 
 def test_weights_are_put_back_when_sampling_fails(tiny_model):
@@ -127,6 +154,7 @@ def test_auto_merges_only_what_fits(tiny_model, monkeypatch):
     layers, why = merged_lora.lora_layers(model)
     assert why is None
     size = merged_lora.copy_bytes(layers)
+    assert 2 * merged_lora.copy_bytes(layers, "bfloat16") == size  # a bf16 copy: half the bytes of float32 ones
     monkeypatch.setattr(merged_lora, "AUTO_BYTES", size)
     assert MergedLora.of(model, "auto") is not None
     monkeypatch.setattr(merged_lora, "AUTO_BYTES", size - 1)

@@ -93,9 +93,7 @@ class HeldoutCallback(TrainerCallback):
         try:
             if self.multi_turn is not None:
                 return accuracy(self._rolled_out(model), full_marks(self.reward))
-            sampler = getattr(self.trainer, "sampler", None)  # as training samples
-            device = self.trainer.accelerator.device.type
-            with sampler.weights(device) if sampler is not None else contextlib.nullcontext():
+            with self._as_training_samples():
                 groups = generation.generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows],
                                              n=1, do_sample=False, **self.sampling)
         finally:
@@ -103,6 +101,16 @@ class HeldoutCallback(TrainerCallback):
         texts = [g[0].text for g in groups]
         scored = score_batch([self.reward], [1.0], texts, self.rows, [r["prompt"] for r in self.rows])
         return accuracy(scored.per_reward[0], full_marks(self.reward))
+
+    def _as_training_samples(self):
+        """The sampler's weights: on a CPU its autocast and merged copy (a bf16 copy needs
+        the autocast); elsewhere the merged copy only, as before (autocast there unmeasured)."""
+        sampler = getattr(self.trainer, "sampler", None)
+        if sampler is None:
+            return contextlib.nullcontext()
+        if self.trainer.accelerator.device.type == "cpu":
+            return sampler.weights("cpu")
+        return sampler.merge.merged() if sampler.merge is not None else contextlib.nullcontext()
 
     def _rolled_out(self, model) -> list:
         """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their

@@ -45,8 +45,8 @@ class MergedLora:
         if setting is False or setting == "false":
             return None
         layers, why = lora_layers(model)
-        if why is None and setting == "auto" and copy_bytes(layers) > AUTO_BYTES:
-            why = f"the merged copy would take {copy_bytes(layers) / 2**30:.1f} GiB (auto merges up to 1 GiB)"
+        if why is None and setting == "auto" and copy_bytes(layers, dtype) > AUTO_BYTES:
+            why = f"the merged copy would take {copy_bytes(layers, dtype) / 2**30:.1f} GiB (auto merges up to 1 GiB)"
         if why is not None:
             if setting is True or setting == "true":
                 log(f"warning: model.merged_sampling: sampling with the adapters unmerged, as {why}.")
@@ -66,12 +66,17 @@ class MergedLora:
             with torch.no_grad():
                 for layer, buffer in zip(self.layers, self.buffers):
                     weight = layer.base_layer.weight
-                    # summed in the weights' dtype, then rounded once into a lower-precision copy
-                    total = buffer if buffer.dtype == weight.dtype else weight.detach().clone()
-                    total.copy_(weight)
-                    for name in layer.active_adapters:
-                        if name in layer.lora_A:
-                            total.add_(layer.get_delta_weight(name).to(total.dtype))
+                    if buffer.dtype == weight.dtype:
+                        buffer.copy_(weight)
+                        total = buffer
+                    else:  # summed in the weights' dtype (B @ A too, whatever autocast is on), rounded once
+                        total = weight.detach().clone()
+                    exact = contextlib.nullcontext() if total is buffer else torch.autocast(weight.device.type,
+                                                                                             enabled=False)
+                    with exact:
+                        for name in layer.active_adapters:
+                            if name in layer.lora_A:
+                                total.add_(layer.get_delta_weight(name).to(total.dtype))
                     if total is not buffer:
                         buffer.copy_(total)
                     saved.append((weight, weight.data))
@@ -125,9 +130,13 @@ def _unsupported(layer, linear_type) -> str | None:
     return None
 
 
-def copy_bytes(layers: list) -> int:
+def copy_bytes(layers: list, dtype: str | None = None) -> int:
+    """Bytes of the merged copy of ``layers``' weights, in ``dtype`` (None: theirs)."""
+    import torch
+
     w = [m.base_layer.weight for m in layers]
-    return sum(t.numel() * t.element_size() for t in w)
+    size = torch.empty((), dtype=getattr(torch, dtype)).element_size() if dtype else None
+    return sum(t.numel() * (size or t.element_size()) for t in w)
 
 
 __all__ = ["MergedLora", "lora_layers", "copy_bytes", "AUTO_BYTES"]
