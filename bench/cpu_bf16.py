@@ -31,12 +31,12 @@ def autocast(on: bool):
 def sample(model, merges, enc, tokens: int, bf16: bool, *, greedy: bool = False):
     import torch
 
-    kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=not greedy, pad_token_id=enc["input_ids"][0, 0])
-    torch.manual_seed(1)
-    t0 = time.perf_counter()
     from grpo_core.trainer.generation import head_in
 
+    kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=not greedy, pad_token_id=enc["input_ids"][0, 0])
     head = head_in(model, "bfloat16") if bf16 else contextlib.nullcontext()  # as the trainer's sampler
+    torch.manual_seed(1)
+    t0 = time.perf_counter()
     with torch.no_grad(), autocast(bf16), merges[bf16].merged(), head:  # the trainer's order
         out = model.generate(**enc, **kw)
     return time.perf_counter() - t0, out

@@ -124,3 +124,13 @@ def test_a_run_dir_that_does_not_exist_is_named_and_a_run_without_a_log_says_why
     (tmp_path / "run").mkdir()
     assert main(["rollouts", str(tmp_path / "run")]) == 2
     assert "log.rollouts: none" in capsys.readouterr().err
+
+
+def test_a_completion_on_the_console_is_one_line_of_at_most_n_characters():
+    from grpo_core.base.tables import clip
+
+    assert clip("7 +\n\t5  =\r\n12") == "7 + 5 = 12"  # whitespace folded: one line
+    long = "x" * 30
+    assert clip(long, 10) == "xxxxxxx..." and len(clip(long, 10)) == 10  # 7 characters and the ellipsis
+    assert clip("x" * 10, 10) == "x" * 10  # exactly n: kept whole
+    assert clip(12, 10) == "12"  # an answer column that is a number

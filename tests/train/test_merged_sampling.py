@@ -29,6 +29,15 @@ def _lora(tiny_model, **extra):
     return model.eval(), tok
 
 
+def _sampler(model, autocast: str | None = None):
+    """The trainer's sampler over ``model``, merging, under ``autocast`` (precision.sampling_autocast's)."""
+    from transformers import GenerationConfig
+
+    from grpo_core.trainer.generation import FastSampling, Sampling
+
+    return FastSampling(Sampling(merged=True, autocast=autocast), GenerationConfig(), 8, model=model)
+
+
 def test_merged_weights_give_the_adapted_model_and_leave_the_frozen_weights_untouched(tiny_model):
     model, _ = _lora(tiny_model)
     ids = torch.randint(0, 100, (3, 9))
@@ -54,14 +63,11 @@ def test_merged_weights_give_the_adapted_model_and_leave_the_frozen_weights_unto
 def test_a_bf16_copy_holds_the_merged_sum_rounded_once_as_the_trainer_samples(tiny_model):
     # a CPU under bf16 (precision.sampling_autocast): the copy the products read is bf16, half the bytes;
     # the sum W + B @ A is taken in float32 although the sampler's autocast is on around it
-    from transformers import GenerationConfig
-
-    from grpo_core.trainer.generation import FastSampling, Sampling
-
     model, _ = _lora(tiny_model)
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
-    sampler = FastSampling(Sampling(merged=True, autocast="bfloat16"), GenerationConfig(), 8, model=model)
+    sampler = _sampler(model, "bfloat16")
     assert {b.dtype for b in sampler.merge.buffers} == {torch.bfloat16}
+    assert {b.dtype for b in _sampler(model).merge.buffers} == {torch.float32}  # float32 sampling: float32 copy
     expected = [(m.base_layer.weight.detach() + m.get_delta_weight("default")).to(torch.bfloat16)
                 for m in sampler.merge.layers]  # float32 sum, outside any autocast, rounded once
     ids = torch.randint(0, 100, (3, 9))
@@ -77,28 +83,12 @@ def test_a_bf16_copy_holds_the_merged_sum_rounded_once_as_the_trainer_samples(ti
             assert p.dtype == torch.float32 and torch.equal(p, frozen[n])
 
 
-def test_the_trainer_samples_from_a_copy_in_its_sampling_autocast_dtype(tiny_model):
-    from transformers import GenerationConfig
-
-    from grpo_core.trainer.generation import FastSampling, Sampling
-
-    model, _ = _lora(tiny_model)
-    under_bf16 = FastSampling(Sampling(merged=True, autocast="bfloat16"), GenerationConfig(), 8, model=model)
-    plain = FastSampling(Sampling(merged=True), GenerationConfig(), 8, model=model)
-    assert {b.dtype for b in under_bf16.merge.buffers} == {torch.bfloat16}
-    assert {b.dtype for b in plain.merge.buffers} == {torch.float32}
-
-
 def test_under_cpu_bf16_the_output_head_reads_a_bf16_copy_with_the_numbers_autocast_gives(tiny_model):
-    from transformers import GenerationConfig
-
-    from grpo_core.trainer.generation import FastSampling, Sampling
-
     model, _ = _lora(tiny_model)
     head = model.get_output_embeddings()
     before = head.weight.detach().clone()
     ids = torch.randint(0, 100, (3, 9))
-    sampler = FastSampling(Sampling(merged=True, autocast="bfloat16"), GenerationConfig(), 8, model=model)
+    sampler = _sampler(model, "bfloat16")
     with torch.no_grad():
         with torch.autocast("cpu", dtype=torch.bfloat16), sampler.merge.merged():
             expected = model(ids).logits  # autocast casting the float32 head at every call
@@ -107,8 +97,7 @@ def test_under_cpu_bf16_the_output_head_reads_a_bf16_copy_with_the_numbers_autoc
             inside = model(ids).logits
     assert torch.equal(inside, expected)
     assert "forward" not in vars(head) and head.weight.dtype == torch.float32 and torch.equal(head.weight, before)
-    plain = FastSampling(Sampling(merged=True), GenerationConfig(), 8, model=model)
-    with plain.weights("cpu"):
+    with _sampler(model).weights("cpu"):
         assert "forward" not in vars(head)  # float32 sampling: nothing to copy
 
 
@@ -159,6 +148,7 @@ def test_auto_merges_only_what_fits(tiny_model, monkeypatch):
     assert MergedLora.of(model, "auto") is not None
     monkeypatch.setattr(merged_lora, "AUTO_BYTES", size - 1)
     assert MergedLora.of(model, "auto") is None
+    assert MergedLora.of(model, "auto", dtype="bfloat16") is not None  # its bf16 copy fits: half the bytes
     assert MergedLora.of(model, True) is not None  # true: whatever the size
     assert MergedLora.of(model, False) is None
 

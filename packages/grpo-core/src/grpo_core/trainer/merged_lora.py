@@ -66,19 +66,7 @@ class MergedLora:
             with torch.no_grad():
                 for layer, buffer in zip(self.layers, self.buffers):
                     weight = layer.base_layer.weight
-                    if buffer.dtype == weight.dtype:
-                        buffer.copy_(weight)
-                        total = buffer
-                    else:  # summed in the weights' dtype (B @ A too, whatever autocast is on), rounded once
-                        total = weight.detach().clone()
-                    exact = contextlib.nullcontext() if total is buffer else torch.autocast(weight.device.type,
-                                                                                             enabled=False)
-                    with exact:
-                        for name in layer.active_adapters:
-                            if name in layer.lora_A:
-                                total.add_(layer.get_delta_weight(name).to(total.dtype))
-                    if total is not buffer:
-                        buffer.copy_(total)
+                    _fill(buffer, layer)
                     saved.append((weight, weight.data))
                     weight.data = buffer
             with self.model.disable_adapter():
@@ -86,6 +74,23 @@ class MergedLora:
         finally:
             for weight, data in saved:
                 weight.data = data
+
+
+def _fill(buffer, layer) -> None:
+    """``buffer`` = the layer's weight plus its active adapters' deltas. A buffer in a
+    lower precision than the weight gets the sum taken in the weight's dtype (``B @ A``
+    too, whatever autocast is on around it), rounded once."""
+    import torch
+
+    weight = layer.base_layer.weight
+    exact = buffer.dtype == weight.dtype
+    total = buffer.copy_(weight) if exact else weight.detach().clone()
+    with contextlib.nullcontext() if exact else torch.autocast(weight.device.type, enabled=False):
+        for name in layer.active_adapters:
+            if name in layer.lora_A:
+                total.add_(layer.get_delta_weight(name).to(total.dtype))
+    if not exact:
+        buffer.copy_(total)
 
 
 def lora_layers(model) -> tuple[list, str | None]:
@@ -134,9 +139,8 @@ def copy_bytes(layers: list, dtype: str | None = None) -> int:
     """Bytes of the merged copy of ``layers``' weights, in ``dtype`` (None: theirs)."""
     import torch
 
-    w = [m.base_layer.weight for m in layers]
-    size = torch.empty((), dtype=getattr(torch, dtype)).element_size() if dtype else None
-    return sum(t.numel() * (size or t.element_size()) for t in w)
+    itemsize = getattr(torch, dtype).itemsize if dtype else None
+    return sum(m.base_layer.weight.numel() * (itemsize or m.base_layer.weight.itemsize) for m in layers)
 
 
 __all__ = ["MergedLora", "lora_layers", "copy_bytes", "AUTO_BYTES"]
