@@ -176,9 +176,9 @@ def allowance(deadline: float, runs_left: int, reserve: float = 40) -> float:
     return max(deadline - time.monotonic() - reserve * (runs_left - 1), 60)
 
 
-def grpo_config(path: Path, model: Path, out: Path, lora: bool, o) -> Path:
+def grpo_config(path: Path, model: Path, out: Path, lora: bool, o, cudnn: bool = False) -> Path:
     path.write_text(json.dumps({
-        "model": {"id": str(model)}, "lora": {"r": 16, "lora_alpha": 32} if lora else False,
+        "model": {"id": str(model), "cudnn_attention": cudnn}, "lora": {"r": 16, "lora_alpha": 32} if lora else False,
         "dataset": {"name": "arithmetic", "params": {"size": 512, "level": 2}, "system_prompt": "plain"},
         "rewards": REWARDS, "max_steps": o.steps, "learning_rate": 1e-5,
         "per_device_train_batch_size": o.batch, "num_generations": o.gens,
@@ -197,18 +197,18 @@ def split(r: dict | str) -> str:
 
 
 def table(rows) -> None:
-    print(f"\n{'shape':6} {'mode':5} {'grpo tok/s':>11} {'bare tok/s':>11} {'ratio':>6} "
+    print(f"\n{'shape':6} {'mode':10} {'grpo tok/s':>11} {'bare tok/s':>11} {'ratio':>6} "
           f"{'grpo GiB':>9} {'bare GiB':>9} {'mem':>5}")
     for shape, mode, g, b in rows:
         if isinstance(g, dict) and isinstance(b, dict):
-            print(f"{shape:6} {mode:5} {g['tokens_per_s']:11.0f} {b['tokens_per_s']:11.0f} "
+            print(f"{shape:6} {mode:10} {g['tokens_per_s']:11.0f} {b['tokens_per_s']:11.0f} "
                   f"{g['tokens_per_s'] / b['tokens_per_s']:6.2f} {g['peak_gib']:9.2f} {b['peak_gib']:9.2f} "
                   f"{g['peak_gib'] / max(b['peak_gib'], 1e-9):5.2f}")
         else:
-            print(f"{shape:6} {mode:5} grpo: {g if isinstance(g, str) else 'ok'}; bare: {b if isinstance(b, str) else 'ok'}")
+            print(f"{shape:6} {mode:10} grpo: {g if isinstance(g, str) else 'ok'}; bare: {b if isinstance(b, str) else 'ok'}")
     print("\nstep split (mean seconds per step after the first: generation + rewards + the rest)")
     for shape, mode, g, b in rows:
-        print(f"{shape:6} {mode:5} grpo {split(g)}\n{'':12} bare {split(b)}")
+        print(f"{shape:6} {mode:10} grpo {split(g)}\n{'':12} bare {split(b)}")
 
 
 def main() -> None:
@@ -221,13 +221,16 @@ def main() -> None:
     p.add_argument("--completion", type=int, default=256, help="completion tokens (forced with min_new_tokens)")
     p.add_argument("--budget", type=float, default=480, help="seconds for the whole benchmark (default 480)")
     p.add_argument("--smoke", action="store_true", help="CPU smoke test: tiny shape, 3 steps, short completions")
+    p.add_argument("--cudnn", action="store_true",
+                   help="also run grpo's side with cuDNN's attention kernel on (model.cudnn_attention: true): "
+                        "what turning it off costs")
     o = p.parse_args()
     if o.smoke:
         o.shapes, o.modes, o.steps, o.batch, o.gens, o.completion = ["tiny"], ["lora"], 3, 4, 4, 8
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                TRANSFORMERS_VERBOSITY="error", GRPO_PLUGINS="grpo-datasets,grpo-rewards-format")
     deadline = time.monotonic() + o.budget
-    runs_left = len(o.shapes) * len(o.modes) * 2
+    runs_left = len(o.shapes) * len(o.modes) * (3 if o.cudnn else 2)
     rows = []
     with tempfile.TemporaryDirectory(prefix="grpo-gpu-") as tmp:
         tmp = Path(tmp)
@@ -247,6 +250,12 @@ def main() -> None:
                 runs_left -= 1
                 rows.append((shape, mode, g, b))
                 print(f"{shape} {mode}: grpo {split(g)} | bare {split(b)}", flush=True)
+                if o.cudnn:
+                    cfg = grpo_config(tmp / f"{shape}-{mode}-cudnn.yaml", model, out / "grpo-cudnn", lora, o, cudnn=True)
+                    c = run(tmp / "grpo_run.py", [str(cfg)], env, allowance(deadline, runs_left))
+                    runs_left -= 1
+                    rows.append((shape, f"{mode}+cuDNN", c, b))
+                    print(f"{shape} {mode}: grpo, cuDNN attention on {split(c)}", flush=True)
     table(rows)
 
 
