@@ -50,6 +50,11 @@ class ModelSection:
                                           "of the weights they adapt (no per-layer LoRA products while decoding): "
                                           "auto (on a CPU, when the copy fits in 1 GiB), true, false.",
                                           choices=AUTO)
+    shared_prompt: bool | str = setting("auto", "Training pass: compute each group's shared prompt once (its "
+                                        "completions attend to one copy) instead of once per completion; the "
+                                        "same log-probabilities. auto (on a CPU: llama, qwen2, qwen3, mistral "
+                                        "models), true (any model, any device), false. Steps aside under gradient checkpointing.",
+                                        choices=AUTO)
     cudnn_attention: bool = setting(False, "CUDA: let sdpa attention use cuDNN's kernel while training. Off by "
                                     "default: its backward returns NaN on H100/H200 with an attention mask when the "
                                     "batch is 64 tokens long (mod 128), torch 2.11 on (pytorch#196678); torch's other "

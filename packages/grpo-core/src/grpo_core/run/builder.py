@@ -62,7 +62,7 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
                                        prompt_index(prepared.train_ds)) if every else None,
         resume=ResumeSettings(record if record is not None else settings_of(cfg, plan, len(prepared.train_ds))),
         trainable=precision.trainable if precision is not None and precision.trainable != "float32" else None,
-        learning=learning_of(cfg, plan))
+        learning=learning_of(cfg, plan), shared_prompt=cfg.model.shared_prompt)
 
 
 def learning_of(cfg, plan: StagePlan) -> LearningSettings:

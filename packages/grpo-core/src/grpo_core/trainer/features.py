@@ -17,6 +17,8 @@ module of its own, testable without a trainer:
                               precision: the adapters too); None: as loaded
 ``learning``                  the learning method and what it judges groups on
                               (:mod:`grpo_core.trainer.batch`, :mod:`grpo_core.trainer.methods`)
+``shared_prompt``             each group's prompt computed once in the training pass
+                              (:mod:`grpo_core.trainer.shared_prompt`): false, true or auto
 ============================  =================================================
 """
 
@@ -48,6 +50,7 @@ class Features:
     resume: ResumeSettings = ResumeSettings()
     trainable: str | None = None
     learning: LearningSettings = LearningSettings()
+    shared_prompt: bool | str = False
 
 
 __all__ = ["Features", "Sampling", "GuardSettings", "PolicySettings", "DynamicSettings", "RolloutLogSettings",

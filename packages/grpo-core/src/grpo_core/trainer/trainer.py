@@ -5,7 +5,8 @@ It overrides TRL where it must and hands each override to a feature, a module of
 its own with a typed settings object (:class:`~grpo_core.trainer.features.Features`):
 fast sampling (:mod:`.generation`), dynamic sampling (:mod:`.dynamic`), the rollout
 log (:mod:`.rollout_log`), the non-finite guard (:mod:`.nonfinite`), exact resume
-(:mod:`.exact_resume`), environments' reward columns (:mod:`.reward_columns`).
+(:mod:`.exact_resume`), environments' reward columns (:mod:`.reward_columns`), each
+group's prompt computed once in the training pass (:mod:`.shared_prompt`).
 Features call the trainer's public methods below (``score_round``,
 ``last_batch_logs``, ``record_metric``, ``text_tokenizer``, ...), never TRL's
 private names: every one used is here, in :data:`PRIVATE`, and a test checks each
@@ -33,6 +34,7 @@ from grpo_core.trainer.features import Features
 from grpo_core.trainer.generation import FastSampling
 from grpo_core.trainer.nonfinite import Event, Guard
 from grpo_core.trainer.rollout_log import RolloutLog
+from grpo_core.trainer.shared_prompt import shared_prompt, usable
 
 # every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
 # methods overridden or called, attributes read or set
@@ -70,6 +72,7 @@ class GrpoTrainer(GRPOTrainer):
             features.dynamic, self.train_dataset, group_size=self.num_generations, seed=self.args.seed + 1,
             local_batch=self.args.per_device_train_batch_size * self.args.steps_per_generation)
         self.chain = Chain(self, features.learning)
+        self.shares_prompt = usable(self.model, features.shared_prompt, self.accelerator.device.type)
         self._loss_batch = None  # the micro-batch whose token advantages the method shapes (loss time)
         states = [self.chain.tokens, *([self.dynamic] if self.dynamic else [])]
         self.resume = ExactResume(features.resume, every=self.args.steps_per_generation * self.num_iterations,
@@ -98,8 +101,9 @@ class GrpoTrainer(GRPOTrainer):
             self._loss_batch = None
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        with shared_prompt(model, input_ids.size(1) - logits_to_keep, self.shares_prompt):
+            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
         batch = self._loss_batch
         if batch is not None and entropies is not None:  # the loss's own call: TRL reads the advantages next
             self._loss_batch = None
