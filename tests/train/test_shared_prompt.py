@@ -116,6 +116,31 @@ def test_it_steps_aside_where_nothing_is_shared_or_no_cache_is_kept(tiny_model):
     assert "forward" not in backbone.__dict__  # the class's own again
 
 
+def test_a_model_with_sliding_windows_steps_aside_before_any_work(tiny_model):
+    from transformers import AutoConfig, AutoModelForCausalLM, Qwen2Config
+    from trl.trainer.utils import add_fused_lm_head
+
+    settings = AutoConfig.from_pretrained(tiny_model).to_dict()
+    for window in (4, None):
+        settings.update(use_sliding_window=window is not None, sliding_window=window,
+                        layer_types=["sliding_attention" if window else "full_attention"] * 2)
+        model = AutoModelForCausalLM.from_config(Qwen2Config(**settings))
+        add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+        ids, mask = _batch(model.config.vocab_size)
+        # with windows: one plain call (no prompt pass thrown away); without: the prompts once, then the rows
+        assert _pass(model.train(), ids, mask, 6)[3] == ([(6, 11)] if window else [(2, 6), (6, 5)])
+
+
+def test_full_attention_is_a_text_only_model_whose_cache_keeps_every_position():
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen2VLConfig
+
+    assert sp.full_attention(Qwen2Config()) and sp.full_attention(LlamaConfig())  # qwen2: no sliding by default
+    assert sp.full_attention(MistralConfig(sliding_window=None))
+    assert not sp.full_attention(MistralConfig(sliding_window=4096))  # Mistral-7B-v0.1's
+    assert not sp.full_attention(Qwen2VLConfig())  # positions over prompt and completion together
+    assert not sp.full_attention(None)
+
+
 def test_auto_uses_it_on_a_cpu_on_the_checked_architectures_only():
     def model(kind):
         return types.SimpleNamespace(config=types.SimpleNamespace(model_type=kind))
@@ -132,14 +157,17 @@ def test_a_run_trains_the_same_with_it_and_without(grpo, tmp_path, monkeypatch):
     logged = {}
     for setting in ("true", "false"):
         out = tmp_path / setting
-        code, text, err = grpo(TINY, "--model.shared_prompt", setting, "--max_steps", "1", "--beta", "0.1",
-                               "--output_dir", str(out))
+        # step 2 trains on step 1's completions again (num_iterations 2): the same batch both ways,
+        # scored by a policy one update away from the reference and the old policy, so KL and the loss move
+        code, text, err = grpo(TINY, "--model.shared_prompt", setting, "--max_steps", "2", "--num_iterations", "2",
+                               "--beta", "0.1", "--output_dir", str(out))
         assert code == 0, text + err
-        logged[setting] = next(r for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
-                               if "loss" in r)
-        if setting == "true":  # the loss's pass and the reference's: 4 rows of one prompt each time
-            assert len(calls) >= 2 and all(c is not None and c[0].size(0) == 1 for c in calls)
+        logged[setting] = [r for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
+                           if "loss" in r][1]
+        if setting == "true":  # old policy, reference, loss x 2 steps: 4 rows of one prompt each time
+            assert len(calls) >= 4 and all(c is not None and c[0].size(0) == 1 for c in calls)
             calls.clear()
     assert calls == []  # false: never consulted
+    assert logged["false"]["kl"] > 1e-6 and logged["false"]["loss"] != 0
     for key in ("loss", "kl", "entropy", "grad_norm"):
         assert logged["true"][key] == pytest.approx(logged["false"][key], rel=1e-4, abs=1e-7), key

@@ -53,7 +53,8 @@ class ModelSection:
     shared_prompt: bool | str = setting("auto", "Training pass: compute each group's shared prompt once (its "
                                         "completions attend to one copy) instead of once per completion; the "
                                         "same log-probabilities. auto (on a CPU: llama, qwen2, qwen3, mistral "
-                                        "models), true (any model, any device), false. Steps aside under gradient checkpointing.",
+                                        "models), true (any device; text-only models without sliding windows), "
+                                        "false. Steps aside under gradient checkpointing.",
                                         choices=AUTO)
     cudnn_attention: bool = setting(False, "CUDA: let sdpa attention use cuDNN's kernel while training. Off by "
                                     "default: its backward returns NaN on H100/H200 with an attention mask when the "

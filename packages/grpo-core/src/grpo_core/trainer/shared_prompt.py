@@ -3,8 +3,8 @@
 The completions of a GRPO group share their prompt, and TRL's log-probability pass
 (the loss's forward and backward, the reference model's and the old policy's
 forwards) runs the whole ``prompt + completion`` row for every completion: a group
-of 4 computes its prompt 4 times. On the quickstart the prompt is 47 of a row's ~78
-tokens, so most of that pass's work repeats.
+of 4 computes its prompt 4 times. On the quickstart the prompt is 47 of a row's ~95
+tokens (rows padded to the batch's longest completion), so half that pass's work repeats.
 
 :func:`shared_prompt` runs the backbone (the module TRL's fused LM head calls) twice
 instead: once over each distinct prompt, keeping its key/value cache, and once over
@@ -13,12 +13,15 @@ by index, so gradients flow back to the prompt's one computation and add up ther
 as they add up over its copies in the plain pass). Positions are the plain pass's
 (TRL passes none: 0 .. length - 1 in both), and the prompt's hidden states are put
 back in front, so TRL's head sees the tensor it would have seen; the log-probabilities
-agree with the plain pass to float rounding (tested).
+agree with the plain pass to float rounding (tested). (With dropout in training mode a
+group's completions share one dropout mask on their prompt instead of one each: the same
+expectation, another variance.)
 
 It steps aside (the plain pass runs) where it cannot be the same computation or
 cannot save anything: gradient checkpointing (no cache is kept), inputs other than
-ids and a mask (images, MoE router logits), a sliding-window cache, no prompt shared
-within the micro-batch. ``model.shared_prompt: auto`` uses it on a CPU, for the
+ids and a mask (images, MoE router logits), a sliding-window layer or a
+vision-language config (:func:`full_attention`, decided before any work), no prompt
+shared within the micro-batch. ``model.shared_prompt: auto`` uses it on a CPU, for the
 architectures in :data:`CHECKED` (where it was measured: bench/shared_prompt.py);
 ``true`` anywhere.
 """
@@ -45,7 +48,7 @@ def backbone_of(model):
 
 
 def usable(model, setting: bool | str, device: str = "cpu") -> bool:
-    """``model.shared_prompt`` for this model: false, true (any architecture, any device)
+    """``model.shared_prompt`` for this model: false, true (any text-only model without sliding windows, any device)
     or auto (on a CPU, the architectures in :data:`CHECKED`)."""
     if setting is False or setting == "false":
         return False
@@ -60,7 +63,8 @@ def shared_prompt(model, prompt_length: int, enabled: bool = True):
     """Inside it, the backbone of ``model`` computes rows' shared prompts (their first
     ``prompt_length`` tokens) once; outside, and where it steps aside, it is as it was."""
     backbone = backbone_of(model) if enabled and prompt_length > 0 else None
-    if backbone is None or (backbone.training and getattr(backbone, "gradient_checkpointing", False)):
+    if (backbone is None or (backbone.training and getattr(backbone, "gradient_checkpointing", False))
+            or not full_attention(getattr(backbone, "config", None))):
         yield
         return
     saved = backbone.__dict__.get("forward")  # an instance forward (accelerate's hooks) is kept
@@ -75,7 +79,7 @@ def shared_prompt(model, prompt_length: int, enabled: bool = True):
         ids, mask = kwargs["input_ids"], kwargs["attention_mask"]
         first = plain(input_ids=unique[:, :prompt_length], attention_mask=unique[:, prompt_length:], use_cache=True)
         cache = getattr(first, "cache", None) or getattr(first, "past_key_values", None)
-        if cache is None or any(getattr(cache, "is_sliding", ()) or ()):
+        if cache is None:
             return plain(*args, **kwargs)
         cache.reorder_cache(inverse)  # each row's own copy of its prompt's keys and values (index_select)
         rest = plain(input_ids=ids[:, prompt_length:], attention_mask=mask, use_cache=True, **{cache_name: cache})
@@ -90,6 +94,17 @@ def shared_prompt(model, prompt_length: int, enabled: bool = True):
             del backbone.forward
         else:
             backbone.forward = saved
+
+
+def full_attention(config) -> bool:
+    """A text-only model whose cache keeps every position: no sliding-window layer (that
+    cache drops positions), no vision-language config (Qwen2-VL and its kind count
+    positions over the whole mask, prompt and completion together)."""
+    if config is None or config.get_text_config() is not config:
+        return False
+    from transformers.cache_utils import DynamicCache
+
+    return not any(DynamicCache(config=config).is_sliding)
 
 
 def _split(prompt_length: int, args, kwargs):
@@ -108,4 +123,4 @@ def _split(prompt_length: int, args, kwargs):
     return unique, inverse
 
 
-__all__ = ["CHECKED", "backbone_of", "shared_prompt", "usable"]
+__all__ = ["CHECKED", "backbone_of", "full_attention", "shared_prompt", "usable"]
