@@ -162,6 +162,8 @@ def test_a_run_trains_the_same_with_it_and_without(grpo, tmp_path, monkeypatch):
         code, text, err = grpo(TINY, "--model.shared_prompt", setting, "--max_steps", "2", "--num_iterations", "2",
                                "--beta", "0.1", "--output_dir", str(out))
         assert code == 0, text + err
+        said = "each group's prompt computed once in the training pass (model.shared_prompt)" in text + err
+        assert said == (setting == "true")  # the load line says so
         logged[setting] = [r for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
                            if "loss" in r][1]
         if setting == "true":  # old policy, reference, loss x 2 steps: 4 rows of one prompt each time

@@ -69,7 +69,7 @@ def shared_prompt(model, prompt_length: int, enabled: bool = True):
         return
     saved = backbone.__dict__.get("forward")  # an instance forward (accelerate's hooks) is kept
     plain = backbone.forward
-    cache_name = "cache" if "cache" in inspect.signature(plain).parameters else "past_key_values"
+    cache_name = "cache" if "cache" in inspect.signature(type(backbone).forward).parameters else "past_key_values"
 
     def forward(*args, **kwargs):
         split = _split(prompt_length, args, kwargs)
