@@ -57,7 +57,7 @@ def test_dtype_names_and_errors():
 def test_a_cpu_run_loads_and_trains_in_float32_and_says_so(grpo):
     code, out, err = grpo(TINY, "--max_steps", "1", "--model.dtype", "auto")
     assert code == 0, err
-    assert "weights float32 (frozen), adapters float32, compute float32." in out
+    assert "weights float32 (frozen), adapters float32, compute float32," in out  # (then the prompt sharing: model.shared_prompt)
 
 
 def test_pure_bf16_casts_the_adapters_too(grpo, tmp_path):
