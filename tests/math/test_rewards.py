@@ -130,6 +130,12 @@ def test_cosine_params_and_none():
         cosine(["1"], ["1"], max_len=0)
 
 
+def test_cosine_stays_inside_its_range_where_the_formula_rounds_past_it():
+    # a wrong empty answer earns min_value_wrong exactly; 1.0 + (1e-121 - 1.0) is 0.0 in floats (hypothesis found it)
+    out = cosine([r"\boxed{1}"], ["0"], completion_ids=[[]], max_len=1, min_value_wrong=1e-121, max_value_wrong=1.0)
+    assert out == [1e-121]
+
+
 # ---------------------------------------------------------------- numeric
 
 

@@ -313,7 +313,9 @@ def cosine(
             lo, hi = min_value_correct, max_value_correct
         else:
             lo, hi = max_value_wrong, min_value_wrong
-        out.append(float(lo + 0.5 * (hi - lo) * (1.0 + math.cos(progress * math.pi))))
+        r = lo + 0.5 * (hi - lo) * (1.0 + math.cos(progress * math.pi))
+        # held between its two ends: at length 0, lo + (hi - lo) can round past hi (1.0 + (1e-121 - 1.0) is 0.0)
+        out.append(float(min(max(r, min(lo, hi)), max(lo, hi))))
     return out
 
 
