@@ -20,13 +20,17 @@ import tempfile
 import time
 
 
-def build(model_id: str, rank: int):
+def build(model_id: str, rank: int, device: str = "cpu"):
+    """The LoRA model as the trainer loads it (float32 on a CPU; on CUDA a bf16 base), with a
+    trained-looking adapter (B drawn, not zero)."""
     import torch
     from peft import LoraConfig, get_peft_model
 
     from grpo_core.config.models import load
 
-    model, tok = load(model_id, dtype="float32", device="cpu", log=lambda *a: None)
+    model, tok = load(model_id, dtype="bfloat16" if device == "cuda" else "float32", device=device,
+                      log=lambda *a: None)
+    model.to(device)
     model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear",
                                              lora_dropout=0.0, task_type="CAUSAL_LM"))
     torch.manual_seed(0)

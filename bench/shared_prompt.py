@@ -22,26 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from merged_sampling import build as lora_model
+
 
 def build(model_id: str, device: str):
-    import torch
-    from peft import LoraConfig, get_peft_model
     from trl.trainer.utils import add_fused_lm_head
 
-    from grpo_core.config.models import load
-
-    # as the trainer loads a LoRA model: a bf16 base on CUDA, float32 on a CPU
-    model, _ = load(model_id, dtype="bfloat16" if device == "cuda" else "float32", device=device,
-                    log=lambda *a: None)
-    model.to(device)
-    add_fused_lm_head(model, outputs=("log_probs", "entropy"))  # as GRPOTrainer does, before PEFT
-    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", lora_dropout=0.0,
-                                             task_type="CAUSAL_LM"))
-    torch.manual_seed(0)
-    with torch.no_grad():  # a trained adapter (B is zero at initialisation)
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.01)
+    model, _ = lora_model(model_id, 16, device)
+    add_fused_lm_head(model.get_base_model(), outputs=("log_probs", "entropy"))  # as GRPOTrainer patches it
     return model.train()
 
 

@@ -142,12 +142,17 @@ def test_full_attention_is_a_text_only_model_whose_cache_keeps_every_position():
 
 
 def test_auto_uses_it_on_a_cpu_on_the_checked_architectures_only():
-    def model(kind):
-        return types.SimpleNamespace(config=types.SimpleNamespace(model_type=kind))
+    from transformers import AutoConfig
+
+    def model(kind, **settings):
+        return types.SimpleNamespace(config=AutoConfig.for_model(kind, **settings))
 
     assert sp.usable(model("qwen2"), "auto", "cpu") and sp.usable(model("llama"), "auto", "cpu")
-    assert not sp.usable(model("gemma3"), "auto", "cpu") and not sp.usable(model("qwen2"), "auto", "cuda")
-    assert sp.usable(model("gemma3"), True, "cuda") and not sp.usable(model("qwen2"), False, "cpu")
+    assert not sp.usable(model("gemma"), "auto", "cpu") and not sp.usable(model("qwen2"), "auto", "cuda")
+    assert sp.usable(model("gemma"), True, "cuda") and not sp.usable(model("qwen2"), False, "cpu")
+    # true or auto, never where the cache drops positions or positions span prompt and completion
+    assert not sp.usable(model("mistral", sliding_window=4096), "auto", "cpu")
+    assert not sp.usable(model("qwen2_vl"), True, "cpu")
 
 
 def test_a_run_trains_the_same_with_it_and_without(grpo, tmp_path, monkeypatch):
@@ -173,3 +178,10 @@ def test_a_run_trains_the_same_with_it_and_without(grpo, tmp_path, monkeypatch):
     assert logged["false"]["kl"] > 1e-6 and logged["false"]["loss"] != 0
     for key in ("loss", "kl", "entropy", "grad_norm"):
         assert logged["true"][key] == pytest.approx(logged["false"][key], rel=1e-4, abs=1e-7), key
+
+
+def test_under_gradient_checkpointing_the_load_line_does_not_claim_it(grpo):
+    code, text, err = grpo(TINY, "--model.shared_prompt", "true", "--gradient_checkpointing", "true",
+                           "--max_steps", "1")
+    assert code == 0, text + err
+    assert "Loaded " in text and "(model.shared_prompt)" not in text + err  # it steps aside there

@@ -330,10 +330,9 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
         extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})},
         chat_template=cfg.model.chat_template, log=log)
     no_cudnn = cudnn_attention(cfg, p.device)
-    from grpo_core.trainer.shared_prompt import full_attention, usable  # (torch)
+    from grpo_core.trainer.shared_prompt import usable  # (torch)
 
-    shared = (usable(model, cfg.model.shared_prompt, p.device) and full_attention(model.config)
-              and not a.gradient_checkpointing)
+    shared = usable(model, cfg.model.shared_prompt, p.device) and not a.gradient_checkpointing
     log(f"Loaded {cfg.model.id} ({sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters) "
         f"on {p.device} in {time.perf_counter() - t0:.1f}s: {precision.describe(cfg.lora is not None)}"
         + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")

@@ -48,14 +48,12 @@ def backbone_of(model):
 
 
 def usable(model, setting: bool | str, device: str = "cpu") -> bool:
-    """``model.shared_prompt`` for this model: false, true (any text-only model without sliding windows, any device)
-    or auto (on a CPU, the architectures in :data:`CHECKED`)."""
-    if setting is False or setting == "false":
-        return False
-    if setting is True or setting == "true":
-        return True
+    """``model.shared_prompt`` for this model: false, true (any device) or auto (on a CPU,
+    the architectures in :data:`CHECKED`); either way only where :func:`full_attention`."""
     config = getattr(getattr(model, "module", model), "config", None)
-    return device == "cpu" and getattr(config, "model_type", None) in CHECKED
+    if setting is False or setting == "false" or not full_attention(config):
+        return False
+    return setting is True or setting == "true" or (device == "cpu" and config.model_type in CHECKED)
 
 
 @contextmanager
