@@ -14,6 +14,7 @@ from typing import Any
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.config import models
+from grpo_core.trainer.draws import cumulative_draws
 from grpo_core.trainer.merged_lora import MergedLora
 from grpo_core.trainer.threads import CoreMeter
 
@@ -203,8 +204,10 @@ class FastSampling:
     bound by kernel launches), ``threads`` torch threads on a CPU (``auto``: the cores
     other processes left idle since the last generation), autocast as
     ``config.precision.sampling_autocast`` decides (on CUDA where the weights are in
-    that dtype already, on a CPU under bf16). If compiling or the static cache fails,
-    sampling goes on eagerly with one warning."""
+    that dtype already, on a CPU under bf16), on a CPU each sampled token drawn from
+    one uniform number per row (``draws.cumulative_draws``: torch's multinomial draws one
+    per vocabulary entry). If compiling or the static cache fails, sampling goes on
+    eagerly with one warning."""
 
     def __init__(self, settings: Sampling, generation_config, max_completion_length: int, *, vllm: bool = False,
                  log=print, model=None):
@@ -253,8 +256,10 @@ class FastSampling:
 
     def context(self, device: str) -> contextlib.ExitStack:
         stack = contextlib.ExitStack()
-        if device == "cpu" and self.settings.threads:
-            stack.enter_context(torch_threads(self.cpu_threads()))
+        if device == "cpu":
+            stack.enter_context(cumulative_draws())
+            if self.settings.threads:
+                stack.enter_context(torch_threads(self.cpu_threads()))
         stack.enter_context(self.weights(device))
         return stack
 
