@@ -34,6 +34,15 @@ def timed(fn, ours: bool) -> float:
         return time.perf_counter() - t0
 
 
+def compare(fn, runs: int) -> tuple[float, float]:
+    """Best seconds of ``fn()`` with torch's multinomial and with draws, alternating."""
+    sides: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(runs):
+        for ours in sides:
+            sides[ours].append(timed(fn, ours))
+    return min(sides[False]), min(sides[True])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="smollm2-135m")
@@ -58,31 +67,22 @@ def main() -> None:
         print(f"{opts.model} (vocabulary {vocab}), {torch.get_num_threads()} threads, best of {opts.runs}")
         for rows in opts.rows:
             probs = torch.softmax(torch.randn(rows, vocab, generator=torch.Generator().manual_seed(0)) * 3, -1)
-            draw = lambda: [torch.multinomial(probs, num_samples=1) for _ in range(20)]  # noqa: E731
-            sides = {ours: [] for ours in (False, True)}
-            for _ in range(opts.runs):
-                for ours in sides:
-                    sides[ours].append(timed(draw, ours) / 20)
-            old, new = min(sides[False]), min(sides[True])
-            print(f"  draw, {rows} rows:      multinomial {old * 1e3:7.2f} ms   draws {new * 1e3:7.2f} ms   "
+            old, new = compare(lambda probs=probs: [torch.multinomial(probs, num_samples=1) for _ in range(20)],
+                               opts.runs)
+            print(f"  draw, {rows} rows:      multinomial {old / 20 * 1e3:7.2f} ms   draws {new / 20 * 1e3:7.2f} ms   "
                   f"draws / multinomial {new / old:.3f}")
             enc = prompts(tok, rows)
             kw = dict(max_new_tokens=opts.tokens, min_new_tokens=opts.tokens, do_sample=True, temperature=1.0,
                       top_k=0, pad_token_id=enc["input_ids"][0, 0])
 
-            def sample():
+            def sample(enc=enc, kw=kw):
                 with torch.no_grad(), merge.merged():
                     model.generate(**enc, **kw)
 
             sample()  # warm-up
-            sides = {ours: [] for ours in (False, True)}
-            for _ in range(opts.runs):
-                for ours in sides:
-                    sides[ours].append(timed(sample, ours))
-            old, new = min(sides[False]), min(sides[True])
+            old, new = compare(sample, opts.runs)
             print(f"  sampling, {rows} x {opts.tokens}: multinomial {old:7.3f} s    draws {new:7.3f} s    "
                   f"draws / multinomial {new / old:.3f}")
-
 
 if __name__ == "__main__":
     main()
