@@ -332,14 +332,12 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
     no_cudnn = cudnn_attention(cfg, p.device)
     from grpo_core.trainer.shared_prompt import usable  # (torch)
 
-    fast, shared = fast_generation(cfg, a, p.device), usable(model, cfg.model.shared_prompt, p.device)
-    where = " and ".join(w for w, on in (("sampling", shared and not fast and not a.use_vllm),
-                                         ("the training pass", shared and not a.gradient_checkpointing)) if on)
+    shared = usable(model, cfg.model.shared_prompt, p.device) and not a.gradient_checkpointing
     log(f"Loaded {cfg.model.id} ({sum(x.numel() for x in model.parameters()) / 1e6:.1f}M parameters) "
         f"on {p.device} in {time.perf_counter() - t0:.1f}s: {precision.describe(cfg.lora is not None)}"
-        + (", fast generation (static cache, compiled decoding)" if fast else "")
+        + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")
         + (", attention without cuDNN's kernel (model.cudnn_attention)" if no_cudnn else "")
-        + (f", each group's prompt computed once in {where} (model.shared_prompt)" if where else "")
+        + (", each group's prompt computed once in the training pass (model.shared_prompt)" if shared else "")
         + ".")
     return model, tokenizer, precision
 

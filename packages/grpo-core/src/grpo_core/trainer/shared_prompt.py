@@ -94,67 +94,6 @@ def shared_prompt(model, prompt_length: int, enabled: bool = True):
             backbone.forward = saved
 
 
-@contextmanager
-def shared_prefill(model, enabled: bool = True):
-    """Inside it, ``generate`` on ``model`` (a causal LM, or PEFT around one) prefills each
-    distinct prompt once: the backbone runs the distinct rows of ``input_ids`` and
-    ``attention_mask`` but their last token, keeping the key/value cache, the cache is
-    copied to each row by index, and transformers' ``generate`` goes on from it (it runs the
-    last prompt token, then decodes as always). Positions are the ones ``generate`` gives
-    (the mask's running count, pads at 0), so each row's logits are the plain generate's
-    to float rounding (tested). It steps aside for inputs other than ids and a mask, more
-    than one sequence per row, a right-padded batch, prompts of one token, or no prompt
-    repeated."""
-    causal_lm = getattr(model, "module", model)
-    if hasattr(causal_lm, "get_base_model"):  # PEFT: its generate calls the causal LM's
-        causal_lm = causal_lm.get_base_model()
-    backbone = backbone_of(causal_lm) if enabled else None
-    if backbone is None or not full_attention(getattr(causal_lm, "config", None)):
-        yield
-        return
-    saved = causal_lm.__dict__.get("generate")
-    plain = causal_lm.generate
-    cache_name = "cache" if "cache" in inspect.signature(type(backbone).forward).parameters else "past_key_values"
-
-    def generate(*args, **kwargs):
-        split = _prompts(args, kwargs)
-        if split is None:
-            return plain(*args, **kwargs)
-        unique, inverse = split
-        ids, mask = unique.chunk(2, dim=1)
-        positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
-        first = backbone(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
-                         use_cache=True)
-        cache = getattr(first, "cache", None) or getattr(first, "past_key_values", None)
-        if cache is None:
-            return plain(*args, **kwargs)
-        cache.reorder_cache(inverse)  # each row's own copy of its prompt's keys and values
-        return plain(**kwargs, **{cache_name: cache})
-
-    causal_lm.generate = generate
-    try:
-        yield
-    finally:
-        if saved is None:
-            del causal_lm.generate
-        else:
-            causal_lm.generate = saved
-
-
-def _prompts(args, kwargs):
-    """(the distinct prompt rows, ids then mask side by side, each row's index among them),
-    or None: plain generate."""
-    ids, mask, config = kwargs.get("input_ids"), kwargs.get("attention_mask"), kwargs.get("generation_config")
-    other = {k for k, v in kwargs.items() if v is not None and k not in ("input_ids", "attention_mask",
-                                                                        "generation_config")}
-    if args or other or ids is None or mask is None or mask.dim() != 2 or ids.size(1) < 2:
-        return None
-    if getattr(config, "num_return_sequences", 1) not in (1, None) or not bool(mask[:, -1].all()):
-        return None
-    unique, inverse = torch.unique(torch.cat([ids, mask.to(ids.dtype)], dim=1), dim=0, return_inverse=True)
-    return None if unique.size(0) == ids.size(0) else (unique, inverse)
-
-
 def full_attention(config) -> bool:
     """A text-only model whose cache keeps every position: no sliding-window layer (that
     cache drops positions), no vision-language config (Qwen2-VL and its kind count
@@ -182,4 +121,4 @@ def _split(prompt_length: int, args, kwargs):
     return unique, inverse
 
 
-__all__ = ["CHECKED", "backbone_of", "full_attention", "shared_prefill", "shared_prompt", "usable"]
+__all__ = ["CHECKED", "backbone_of", "full_attention", "shared_prompt", "usable"]

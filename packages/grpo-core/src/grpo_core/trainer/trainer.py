@@ -34,7 +34,7 @@ from grpo_core.trainer.features import Features
 from grpo_core.trainer.generation import FastSampling
 from grpo_core.trainer.nonfinite import Event, Guard
 from grpo_core.trainer.rollout_log import RolloutLog
-from grpo_core.trainer.shared_prompt import shared_prefill, shared_prompt, usable
+from grpo_core.trainer.shared_prompt import shared_prompt, usable
 
 # every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
 # methods overridden or called, attributes read or set
@@ -83,8 +83,7 @@ class GrpoTrainer(GRPOTrainer):
 
     def _generate_single_turn(self, prompt_ids, *args, **kwargs):
         sample = partial(super()._generate_single_turn, prompt_ids, *args, **kwargs)
-        with shared_prefill(self.model, self.shares_prompt and not self.sampler.fast and not self.use_vllm):
-            return self.sampler.sample(sample, prompt_ids, self.accelerator.device.type)
+        return self.sampler.sample(sample, prompt_ids, self.accelerator.device.type)
 
     def _generate_and_score_completions(self, inputs):
         if self.model.training:
