@@ -69,7 +69,7 @@ def losses(run_dir) -> dict[int, float]:
 
 @pytest.mark.parametrize("extra", [["--steps_per_generation", "2"], ["--num_iterations", "2"]])
 def test_resume_inside_a_generation_buffer_trains_what_the_whole_run_trained(train, batches, tmp_path, extra):
-    args = ("--max_steps", "6", "--rewards", "test.digits", "test.interrupt:0", *extra)
+    args = ("--max_steps", "6", "--rewards", "test.digits", "test.short:0.5", "test.interrupt:0", *extra)  # (length: a spread, so every step moves)
     whole = Recorder()
     assert train(*args, out=tmp_path / "whole", callbacks=[whole])[0].exit_code == 0
     whole_batches = dict(batches)

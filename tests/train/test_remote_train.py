@@ -22,7 +22,8 @@ def _serve(specs: list[str]):
 
 
 def test_a_served_reward_trains_as_the_same_reward_in_process(grpo, tmp_path):
-    code, out, err = grpo(TINY, "--max_steps", "1", out=tmp_path / "local")
+    # seed 1: the tiny random model writes a digit in some completions, so test.digits' scores differ (below)
+    code, out, err = grpo(TINY, "--max_steps", "1", "--seed", "1", out=tmp_path / "local")
     assert code == 0, out + err
     local = rollout_log.read(tmp_path / "local").to_pylist()
     text = TINY.read_text()
@@ -30,7 +31,7 @@ def test_a_served_reward_trains_as_the_same_reward_in_process(grpo, tmp_path):
         served = tmp_path / "served.yaml"
         served.write_text(text.replace("  - test.digits:1.0", f"  - \"remote.server(url='{url}'):1.0\""))
         assert "remote.server" in served.read_text()
-        code, out, err = grpo(served, "--max_steps", "1", out=tmp_path / "remote")
+        code, out, err = grpo(served, "--max_steps", "1", "--seed", "1", out=tmp_path / "remote")
     assert code == 0, out + err
     remote = rollout_log.read(tmp_path / "remote").to_pylist()
     assert [r["completion"] for r in remote] == [r["completion"] for r in local]

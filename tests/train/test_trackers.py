@@ -136,8 +136,9 @@ def test_sample_takes_whole_groups_trained_first_and_markdown_keeps_cells_on_one
     columns, data = sample(rows, 2)
     assert [row[columns.index("completion")] for row in data] == ["c010", "c011", "c100", "c101"]
     assert columns == ["step", "round", "group", "trained", "prompt", "completion", "reward/a", "total", "advantage"]
-    text = markdown(["a", "b"], [["x|y\nz", 0.12345], [None, 2]])
-    assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y<br>z | 0.123 |", "|  | 2 |"]
+    text = markdown(["a", "b"], [["x|y\nz", 0.12345], [None, 2], ["1\r2\r\n3\x1c4\u20285", 0]])
+    assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y<br>z | 0.123 |", "|  | 2 |",
+                                 "| 1<br>2<br>3<br>4<br>5 | 0 |"]
 
 
 class _Recorder:

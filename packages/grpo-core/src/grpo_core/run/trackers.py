@@ -24,6 +24,7 @@ small file per logged step, so the cost does not grow with the run.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +145,18 @@ SINKS = {"TrackioCallback": _Trackio, "WandbCallback": _Wandb, "TensorBoardCallb
          "MLflowCallback": _MLflow}
 
 
+# every line break str.splitlines knows, not only \n (a sampled completion can hold \r or \x1c)
+LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def markdown(columns: list[str], data: list[list]) -> str:
-    """A markdown table (TensorBoard's text tab renders it); cells on one line, pipes escaped."""
+    """A markdown table (TensorBoard's text tab renders it); cells on one line (each line break a
+    ``<br>``), pipes escaped."""
     def cell(v) -> str:
         if isinstance(v, float):
             return f"{v:.3f}"
-        return "" if v is None else str(v).replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+        text = "" if v is None else str(v).replace("\\", "\\\\").replace("|", "\\|")
+        return LINE_BREAK.sub("<br>", text)
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in data]
