@@ -265,3 +265,26 @@ def test_zvp_needs_a_correctness_reward_and_says_which_setting_names_it(grpo):
     # tiny.yaml's rewards (test.digits, test.short) declare no correctness
     code, out, err = grpo(TINY, "--learning.method", "zvp", "--dry-run", model=False)
     assert code != 0 and "set learning.metric" in out + err and "test.digits, test.short" in out + err
+
+
+def test_a_plugin_registering_the_builtin_methods_leaves_default_runs_alone(grpo, register_plugin, tiny_model,
+                                                                           capsys):
+    # before, its `grpo`, `zvp` and `sign` made every run fail: "learning method 'grpo' is registered by
+    # plugin 'grpo_core.trainer.methods' and by plugin 'impostor'; ... until one is uninstalled"
+    from grpo_core.cli import main
+
+    mod = types.ModuleType("impostor")
+
+    @grpo_core.hookimpl
+    def register_advantages(register):
+        for name in ("grpo", "zvp", "sign"):
+            register(name, lambda: pytest.fail("the plugin's method was built"))
+
+    mod.register_advantages = register_advantages
+    register_plugin(mod, name="impostor")
+    code, out, err = grpo(TINY, "--dry-run")
+    assert code == 0, out + err
+    for name in ("grpo", "zvp", "sign"):
+        assert (f"warning: grpo plugin 'impostor': register_advantages: '{name}' is one of grpo's own learning "
+                f"methods; the plugin's learning method is left out and grpo's built-in '{name}' is kept") in err
+    assert main(["check", str(TINY), "--model.id", str(tiny_model), "--limit", "2"]) == 0, capsys.readouterr()

@@ -44,10 +44,8 @@ def plugin_commands() -> dict[str, registry.Entry]:
     for name in found.names():
         entry = found.entries[name]
         if name in SUMMARIES:
-            report_once(PluginProblem(
-                entry.plugin, entry.distribution,
-                f"register_commands: '{name}' is one of grpo's own commands; the plugin's command is left out "
-                f"(give it a name of its own, e.g. '{entry.plugin.split('@')[0]}-{name}')."))
+            report_once(PluginProblem(entry.plugin, entry.distribution,
+                                      registry.builtin_clash("register_commands", "command", name, entry.plugin)))
             continue
         out[name] = entry
     return out

@@ -198,10 +198,41 @@ def _collect(hook_name: str, kind: str, dotted: bool, validate, extras: dict) ->
                 conflicts[name].append(entry)
             else:
                 entries[name] = entry
+    _keep_builtins(hook_name, kind, entries, conflicts)
     for name, clash in conflicts.items():
         plugins.report_once(plugins.PluginProblem(
             clash[-1].plugin, clash[-1].distribution, _conflict_message(kind, name, clash)))
     return Registry(kind, entries, conflicts)
+
+
+def is_builtin(entry: Entry) -> bool:
+    """Registered by grpo-core itself (a default plugin), not by an installed plugin."""
+    return entry.plugin in plugins.DEFAULT_PLUGINS
+
+
+def _keep_builtins(hook_name: str, kind: str, entries: dict[str, Entry], conflicts: dict[str, list[Entry]]) -> None:
+    """A name of grpo's own that a plugin registers too stays grpo's: a plugin cannot
+    break a run that never chose it (every run uses the default learning method). The
+    plugin's entry is left out with a warning; clashes between plugins stay errors on use."""
+    for name, clash in list(conflicts.items()):
+        kept = next((e for e in clash if is_builtin(e)), None)
+        if kept is None:
+            continue
+        entries[name] = kept
+        del conflicts[name]
+        for entry in clash:
+            if not is_builtin(entry):
+                plugins.report_once(plugins.PluginProblem(
+                    entry.plugin, entry.distribution, builtin_clash(hook_name, kind, name, entry.plugin)))
+
+
+def builtin_clash(hook_name: str, kind: str, name: str, plugin: str) -> str:
+    """The warning for a plugin's entry that takes a name of grpo's own (left out)."""
+    own = re.sub(r"[^a-z0-9]+", "_", plugin.split("@")[0].rsplit(".", 1)[-1].lower()).strip("_") or "acme"
+    suggestion = (f"{own.replace('_', '-')}-{name}" if kind == "command"
+                  else f"{own}.{name.rsplit('.', 1)[-1]}")
+    return (f"{hook_name}: '{name}' is one of grpo's own {kind}s; the plugin's {kind} is left out and grpo's "
+            f"built-in '{name}' is kept (give it a name of its own, e.g. '{suggestion}').")
 
 
 def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) -> str | None:
@@ -345,5 +376,5 @@ def commands() -> Registry:
     return collect("register_commands", "command", dotted=False, validate=_check_command)
 
 
-__all__ = ["Entry", "Registry", "rewards", "datasets", "system_prompts", "probes", "environments", "advantages",
-           "commands"]
+__all__ = ["Entry", "Registry", "is_builtin", "builtin_clash", "rewards", "datasets", "system_prompts", "probes",
+           "environments", "advantages", "commands"]
