@@ -109,6 +109,30 @@ def test_bad_lines_are_clear_errors(toy, tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("column", ["log_metric", "trainer_state", "log_extra", "completions", "group_size"])
+def test_a_column_named_as_a_keyword_rewards_are_given_is_refused_by_name(toy, tmp_path, capsys, column):
+    # TRL gives every reward log_metric=, trainer_state=, log_extra=...: a column of that name made
+    # the call fail ("got multiple values for keyword argument"), a traceback
+    src = write_jsonl(tmp_path / "c.jsonl", [{"completion": "a", "answer": "a"}, {"completion": "b", "answer": "b",
+                                                                                     column: 1}])
+    assert main(["score", "--rewards", "toy.chars", "--input", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"Error: {src}:2: column '{column}' has the name of a keyword every reward is given by "
+                          f"TRL or grpo") and f"rename the column (e.g. '{column}_value')" in err, err
+
+
+def test_a_whole_number_too_long_to_read_is_refused_by_line(toy, tmp_path, capsys):
+    src = tmp_path / "c.jsonl"
+    src.write_text('{"completion": "a", "answer": 1}\n{"completion": "b", "answer": ' + "7" * 4301 + '}\n')
+    assert main(["score", "--rewards", "toy.chars", "--input", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"Error: {src}:2 holds a whole number of 4,301 digits (777777777777...), longer than the 4,300 "
+                   f"digits Python reads: send it as a string (in quotes) or shorter.\n")
+    src.write_text('{"completion": "b", "answer": ' + "7" * 4300 + '}\n')  # at the limit: read and scored
+    assert main(["score", "--rewards", "toy.chars", "--input", str(src), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rewards"][0]["mean"] == 1.0
+
+
 # ------------------------------------------------------------------ --against
 
 

@@ -127,6 +127,15 @@ BAD = [  # (path, body, headers, status, words in the message)
     ("/score", b'{"completions": ["a"], "columns": {"answer": ["4"]}, "extra": 1}', {}, 400, "unknown field"),
     ("/score", b'{"completions": ["a"], "columns": {"answer": ["4"], "completion_ids": [1]}}', {}, 400, "reserved"),
     ("/score", GOOD, {"Content-Type": "text/plain"}, 415, "application/json"),
+    # columns named as TRL's keywords to every reward: the call failed, a 500 (the last one has no reward that fails)
+    *[("/score", json.dumps({"completions": ["a"], "columns": {"answer": ["4"], name: [1]}}).encode(), {}, 400,
+       f"'columns': column '{name}' has the name of a keyword every reward is given by TRL or grpo")
+      for name in ("log_metric", "trainer_state", "log_extra", "group_size")],
+    # a whole number past Python's 4,300 digits: json.loads raised a bare ValueError, a 500
+    ("/score", b'{"completions": ["a"], "columns": {"answer": [' + b"9" * 4301 + b"]}}", {}, 400,
+     "the body holds a whole number of 4,301 digits (999999999999...), longer than the 4,300 digits Python reads"),
+    ("/get_reward", b'{"query": ["pa"], "prompts": ["p"], "labels": [-' + b"1" * 5000 + b"]}", {}, 400,
+     "5,000 digits (-11111111111...)"),
     ("/get_reward", b'{"prompts": ["p"], "labels": ["4"]}', {}, 400, "'query' is missing"),
     ("/get_reward", b'{"query": [1], "prompts": ["p"], "labels": ["4"]}', {}, 400, "query[0] must be a string"),
     ("/get_reward", b'{"query": ["pa"], "prompts": ["p"], "labels": ["4", "5"]}', {}, 400, "'labels' has 2"),
@@ -145,6 +154,15 @@ def test_bad_input_is_a_4xx_naming_it_and_the_server_serves_on(serving):
         assert post(url, "/score", b"", method="GET")[0] == 405
         ok, good = post(url, "/score", GOOD)
         assert ok == 200 and good["total"] == [2.0]
+
+
+def test_a_label_column_named_as_a_keyword_rewards_are_given_is_refused(installed):
+    from grpo_core.base.errors import GrpoError
+    from grpo_core.commands.serve import build
+
+    with pytest.raises(GrpoError, match="--label-column trainer_state: column 'trainer_state' has the name of a "
+                                        "keyword every reward is given"):
+        build(_args(label_column="trainer_state"))
 
 
 def test_non_loopback_bind_needs_a_token(installed, monkeypatch):

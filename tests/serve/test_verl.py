@@ -85,6 +85,11 @@ def test_compute_score_reads_extra_info_and_keeps_none_apart(installed, tmp_path
     batch = both(data_sources=["x", "x"], solution_strs=["Answer: 4", "Answer: 5"], ground_truths=["4", "4"],
                  extra_infos=[{"difficulty": 1, "bonus": 0.25}, {"difficulty": 4, "bonus": 0.5}])
     assert [b["hard"] for b in batch] == [1.0, 4.0] and [b["bonus"] for b in batch] == [0.25, 0.5]
+    # extra_info keys named as TRL's keywords to every reward are verl's, not columns: left out (a reward
+    # given log_metric=1 as a column failed on every item: "got multiple values for keyword argument")
+    item = fn(data_source="x", solution_str="Answer: 4", ground_truth="4",
+              extra_info={"difficulty": 3, "log_metric": 1, "trainer_state": "s", "log_extra": [], "group_size": 2})
+    assert item == {"score": 3.5, "math.correctness": 1.0, "hard": 3.0, "unscored": 0}
     # an end-of-sequence marker left on the solution is not part of the answer
     fmt = _verl_loads({"rewards": ["format.think_answer_r1"]})
     assert fmt(data_source="x", solution_str="<think>\nx\n</think>\n<answer>\n4\n</answer><|im_end|>",

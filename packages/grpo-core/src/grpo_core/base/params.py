@@ -19,6 +19,22 @@ from grpo_core.base.errors import RewardParamError
 TRL_KWARGS = frozenset(
     {"prompts", "completions", "completion_ids", "trainer_state", "log_metric", "log_extra"}
 )
+# What a dataset column cannot be called: TRL's keywords and grpo's ``group_size`` (a reward
+# gets every column as a keyword beside them, so it could never read such a column: Python
+# refuses the call, "got multiple values for keyword argument 'log_metric'").
+RESERVED_COLUMNS = TRL_KWARGS | {"group_size"}
+
+
+def reserved_columns_problem(names) -> str | None:
+    """Why the columns ``names`` cannot be handed to rewards, or None: naming each one
+    that takes a reserved name (:data:`RESERVED_COLUMNS`) and the fix."""
+    taken = sorted(str(n) for n in names if n in RESERVED_COLUMNS)
+    if not taken:
+        return None
+    which = ", ".join(f"'{n}'" for n in taken)
+    return (f"column {which} has the name of a keyword every reward is given by TRL or grpo "
+            f"({', '.join(sorted(RESERVED_COLUMNS))}), so no reward could read it; rename the column "
+            f"(e.g. '{taken[0]}_value').")
 
 
 def signature_of(func: Callable) -> inspect.Signature:

@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from grpo_core.base import jsontext
 from grpo_core.base.errors import GrpoError, MissingColumnError
+from grpo_core.base.params import reserved_columns_problem
 from grpo_core.base.tables import number as show_number
 from grpo_core.base.text import completion_text
 from grpo_core.checks import manifest
@@ -68,6 +70,9 @@ def _read_batches(path: Path, batch_size: int):
         if "completion" not in row:
             raise GrpoError(f"{path}:{number} has no 'completion' field; each row needs "
                             f"a 'completion' and the columns the rewards read (it has: {', '.join(sorted(row))}).")
+        problem = reserved_columns_problem(set(row) - set(ROW_ONLY))
+        if problem:
+            raise GrpoError(f"{path}:{number}: {problem}")
         batch.append((number, row))
         if len(batch) >= batch_size:
             yield batch
@@ -160,9 +165,11 @@ def _jsonl_rows(path: Path):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             raise GrpoError(f"{path}:{lineno} is not valid JSON ({exc.msg}); each line must be one object.") from None
+        except jsontext.JsonNumberError as exc:
+            raise GrpoError(f"{path}:{lineno} holds {exc}") from None
         if not isinstance(row, dict):
             raise GrpoError(f"{path}:{lineno} is not a JSON object; each line needs {{\"completion\": ...}}.")
         yield lineno, row

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.base.params import reserved_columns_problem
 from grpo_core.commands import SUMMARIES
 from grpo_core.config import models
 from grpo_core.config.load import load_config
@@ -58,6 +59,9 @@ def build(args):
     for flag in ("workers", "queue", "max_body", "max_items", "max_chars"):
         if getattr(args, flag) < (0 if flag == "queue" else 1):
             raise GrpoError(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}.")
+    problem = reserved_columns_problem([args.label_column])
+    if problem:
+        raise GrpoError(f"--label-column {args.label_column}: {problem}")
     if args.config:
         rewards = RewardSet.from_config(args.config, args.stage)
         if args.time_limit is not None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from grpo_core.base import jsontext
+from grpo_core.base.params import reserved_columns_problem
 from grpo_core.serve.responses import Ends, response_of
 
 
@@ -49,9 +51,11 @@ def parse_json(body: bytes) -> dict:
     except UnicodeDecodeError as exc:
         raise BadRequest(f"the body is not UTF-8 (byte {exc.start}); send JSON encoded as UTF-8.") from None
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"the body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
+    except jsontext.JsonNumberError as exc:
+        raise BadRequest(f"the body holds {exc}") from None
     except RecursionError:
         raise BadRequest("the body's JSON is nested too deeply.") from None
     if not isinstance(data, dict):
@@ -148,6 +152,9 @@ def score_batch_of(data: dict, limits: Limits, required: list[str], ends: Ends =
         if len(values) != n:
             raise BadRequest(f"column '{name}' has {len(values)} values for {n} completions.")
         out[name] = values
+    problem = reserved_columns_problem(out)
+    if problem:
+        raise BadRequest(f"'columns': {problem}")
     _require(out, required)
     return Batch(completions, prompts, out, group_size=_group_size(data.get("group_size"), n))
 

@@ -25,6 +25,7 @@ import math
 import threading
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.base.params import RESERVED_COLUMNS
 from grpo_core.serve.responses import Ends
 from grpo_core.serve.scoring import RewardSet, Slot
 
@@ -53,8 +54,8 @@ def _columns(slot: Slot, ground_truths: list, extra_infos: list, label_column: s
     columns = {label_column: list(ground_truths)}
     wanted = {c for f in slot.funcs for c in f.required_columns} - {label_column}
     for infos in (extra_infos or ()):
-        if isinstance(infos, dict):
-            wanted |= {k for k in infos if k not in columns}
+        if isinstance(infos, dict):  # verl's bag of row data; a key TRL's keywords take no reward can read
+            wanted |= {k for k in infos if k not in columns and k not in RESERVED_COLUMNS}
     for name in sorted(wanted):
         columns[name] = [info.get(name) if isinstance(info, dict) else None for info in extra_infos or [None] * len(ground_truths)]
     return columns
