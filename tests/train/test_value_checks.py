@@ -219,6 +219,24 @@ def test_the_cases_the_issue_found(toy_plugin, key, value, expected):
     assert expected in str(info.value)
 
 
+@pytest.mark.parametrize("line, expected", [
+    # YAML's .nan and .inf are floats: a range's comparisons are all False for NaN, so only the
+    # finiteness check refuses them (temperature: .nan sampled from NaN logits)
+    ("temperature: .nan", "temperature is nan; it must be a number > 0 (1.0 samples as the model is)."),
+    ("temperature: .inf", "temperature is inf; it must be a number > 0 (1.0 samples as the model is)."),
+    ("learning_rate: -.inf", "learning_rate is -inf; it must be a number >= 0."),
+    ("top_p: .nan", "top_p is nan; it must be a number in (0, 1]."),
+    ("health:\n  reward_time_limit: .inf", "health.reward_time_limit is inf; it must be a number >= 0.001"),
+    ("lora:\n  lora_dropout: .nan", "lora_dropout is nan; it must be a number"),
+])
+def test_nan_and_infinite_numbers_are_refused_by_key(toy_plugin, tmp_path, line, expected):
+    path = tmp_path / "run.yaml"
+    path.write_text(TINY.read_text() + "\n" + line + "\n")
+    with pytest.raises(GrpoError) as info:
+        load_config(path, ["--model.id", str(TINY.parent)])
+    assert expected in str(info.value)
+
+
 def test_a_string_is_not_a_switch(toy_plugin):
     # before: --lora.merge abc wrote a merged model, --lora.enabled abc kept LoRA on
     for flag in ("--lora.merge", "--lora.enabled"):
