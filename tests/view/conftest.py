@@ -1,7 +1,10 @@
 """A run written by hand for the view's tests: 3 steps of 2 groups of 3 completions, each
 scored by a correctness reward (toy.right, weight 2) and a format reward (toy.format, weight
 0.5); total = 2 * right + 0.5 * format; advantage = total - the group's mean. Its
-metrics.jsonl, health.jsonl and config.yaml as grpo train writes them."""
+metrics.jsonl (grpo's figures and TRL's: loss 0.1 x step, kl 0.01 x step, entropy 1.5 - 0.1 x
+step, grad_norm 0.3, learning_rate 1e-5 x step, mean length, clip ratio 0; and a reward's own
+figure, toy.right/no_answer), health.jsonl, config.yaml and progress.json as grpo train
+writes them."""
 
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ def rows_of(step: int) -> list[dict]:
 
 def make_run(root: Path, steps=(1, 2, 3), finished: bool = True) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text("rewards:\n- toy.right:2.0\n- toy.format:0.5\nmax_steps: 3\n")
+    (root / "config.yaml").write_text(f"rewards:\n- toy.right:2.0\n- toy.format:0.5\nmax_steps: {max(steps)}\n")
     lines = []
     for step in steps:
         rows = rows_of(step)
@@ -55,7 +58,10 @@ def make_run(root: Path, steps=(1, 2, 3), finished: bool = True) -> Path:
                   "rewards/toy.right/mean": sum(r["reward/toy.right"] for r in rows) / len(rows),
                   "rewards/toy.format/mean": sum(r["reward/toy.format"] for r in rows) / len(rows),
                   "frac_reward_zero_std": 0.5 if step == 2 else 0.0, "tokens/generated": float(10 * step),
-                  "tokens/teaching_share": 0.5, "time": 1.0}
+                  "tokens/teaching_share": 0.5, "time": 1.0, "loss": 0.1 * step, "kl": 0.01 * step,
+                  "entropy": 1.5 - 0.1 * step, "grad_norm": 0.3, "learning_rate": 1e-5 * step,
+                  "completions/mean_length": sum(r["tokens"] for r in rows) / len(rows),
+                  "clip_ratio/region_mean": 0.0, "toy.right/no_answer": 0.0}
         if step in (1, 3):
             record["eval/accuracy"] = {1: 0.25, 3: 0.5}[step]
         lines.append(json.dumps(record))
@@ -64,6 +70,8 @@ def make_run(root: Path, steps=(1, 2, 3), finished: bool = True) -> Path:
                                                    "message": "mean reward moved by 0.01 over 3 steps"}) + "\n")
     if finished:
         (root / "adapter").mkdir(exist_ok=True)
+        (root / "progress.json").write_text(json.dumps({"stages": {"main": {
+            "done": True, "steps": max(steps), "final": str(root / "adapter")}}}, indent=2) + "\n")
     return root
 
 

@@ -103,12 +103,20 @@ def test_a_person_reads_a_run_in_the_browser(serve_runs, browser, tmp_path):
     assert "mean total\t0.917" in sides.nth(1).locator("table").first.inner_text()
     shot("compare-steps")
 
-    # and two runs: their curves overlaid
+    # and two runs: their curves overlaid (a line a run), the settings that differ, then one figure chosen
     page.goto(url + "/")
     page.get_by_role("button", name="Compare").click()
-    page.wait_for_url("**/compare?a=0&b=1")
-    assert "run: total" in page.locator("#chart-rewards").inner_text()
-    assert "shorter: total" in page.locator("#chart-rewards").inner_text()
+    page.wait_for_url("**/compare?a=0&b=1**")
+    legend = page.locator("#chart-rewards svg > text").all_text_contents()
+    assert "run" in legend and "shorter" in legend
+    # config.yaml differs in max_steps only (3 and 2): the other settings are the same
+    assert page.locator("#settings tr").all_inner_texts() == ["setting (config.yaml)\trun\tshorter",
+                                                             "max_steps\t3\t2"]
+    form = page.locator("form", has=page.locator("select[name=figure]"))
+    form.locator("select[name=figure]").select_option("kl")
+    form.get_by_role("button", name="Draw").click()
+    page.wait_for_url("**figure=kl**")
+    assert page.locator("#chart-figure-kl svg > title").text_content() == "kl"
     shot("compare-runs")
 
     keep = os.environ.get("GRPO_VIEW_SHOTS")

@@ -12,7 +12,7 @@ from grpo_core.commands import SUMMARIES
 from grpo_core.run.outputs import METRICS, read_jsonl
 from grpo_core.trainer import rollout_log
 from grpo_core.trainer.batch import run_tokens, summary
-from grpo_core.view.filters import correctness_names, empty, group_key, suspect
+from grpo_core.view.filters import correctness_names, empty, group_key, suspect, unknown_columns
 from grpo_core.view.filters import steps as _steps
 from grpo_core.view.filters import where as _where
 
@@ -51,10 +51,20 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     run_dir = args.run.parent if args.run.name == rollout_log.FOLDER else args.run
+    steps = _steps(args.step)  # a range: --step 1-30000000 costs what the logged steps cost
+    for expr in args.where:
+        _where(expr)  # its syntax, before any file is read
+    logged = [s for s, _ in rollout_log.files(run_dir / rollout_log.FOLDER)]
+    if steps is not None and logged and not any(s in steps for s in logged):
+        raise GrpoError(f"--step {args.step}: no logged step there; the log has steps {logged[0]} to {logged[-1]} "
+                        f"({len(set(logged))} of them).")
     try:
-        table = rollout_log.read(args.run, steps=_steps(args.step))
+        table = rollout_log.read(args.run, steps=steps)
     except FileNotFoundError as exc:
         raise GrpoError(str(exc)) from None
+    unknown = unknown_columns(args.where, args.correctness or [], table.column_names)
+    if unknown:
+        raise GrpoError(" ".join(unknown))
     rows = table.to_pylist()
     filters = []
     if args.suspect:

@@ -17,33 +17,40 @@ as ``?token=...`` and keeps it in a cookie.
 
 from __future__ import annotations
 
+import bisect
 import hmac
 import math
 import threading
 import time
+from dataclasses import replace
 from functools import wraps
 from urllib.parse import urlencode
 
-import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from grpo_core.view import charts as drawing
 from grpo_core.view import filters
+from grpo_core.view.compare import compare
+from grpo_core.view.pages import (
+    ENV,
+    POLICY,
+    NotFound,
+    finite,
+    fmt,
+    page,
+    rewards,
+    step_stats,
+    whole,
+)
 from grpo_core.view.query import PAGE, Query, Selection, groups_of, select
 from grpo_core.view.runs import Run
 from grpo_core.view.templates import TEMPLATES
 
 COOKIE = "grpo_view_token"
-# no script, nothing from elsewhere: the pages show the model's text and nothing may run from it
-POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-          "base-uri 'none'; frame-ancestors 'none'")
-SHOWN_STEPS = 40  # step links on a run's page
-COMPARE_GROUPS = 6  # groups of each step on the compare page
-
-_ENV = jinja2.Environment(loader=jinja2.DictLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined)
+STEP_LINKS = 1000  # step links on a run's page at once (the rest: the pager's earlier / later)
 
 
 class View:
@@ -60,7 +67,7 @@ class View:
         """What the first page would pay, paid at the server's start: the templates compiled,
         each run's curves drawn and its first step file read (pyarrow loaded)."""
         for name in TEMPLATES:
-            _ENV.get_template(name)
+            ENV.get_template(name)
         for run in self.runs:
             try:
                 if run.state().exists:
@@ -88,14 +95,24 @@ class View:
             raise NotFound(f"there is no run {i}: this view serves runs 0 to {len(self.runs) - 1}.")
         return self.runs[i]
 
-    def charts_of(self, runs: list[Run]):
+    def charts_of(self, runs: list[Run], figure: str | None = None) -> list:
+        """The runs' curves (``figure``: a logged key drawn first), drawn once per version."""
+        return self._kept(("charts", figure), runs, lambda ms: drawing.charts(
+            [(r.name, m) for r, m in zip(runs, ms)], figure))
+
+    def figures_of(self, runs: list[Run]) -> list[str]:
+        """Every figure one of ``runs`` logged (the compare page's choice), found once per version."""
+        return self._kept(("figures",), runs, lambda ms: list(dict.fromkeys(
+            k for m in ms for k in drawing.numeric_keys(m))))
+
+    def _kept(self, what: tuple, runs: list[Run], make):
         metrics = [r.metrics() for r in runs]
-        key = tuple((r.index, len(m), m[-1].get("time") if m else None) for r, m in zip(runs, metrics))
+        key = (*what, *((r.index, len(m), m[-1].get("time") if m else None) for r, m in zip(runs, metrics)))
         with self._drawing:
             if key not in self._charts:
                 if len(self._charts) > 32:
                     self._charts.clear()
-                self._charts[key] = drawing.charts([(r.name, m) for r, m in zip(runs, metrics)])
+                self._charts[key] = make(metrics)
             return self._charts[key]
 
     def authorised(self, request: Request) -> bool:
@@ -114,9 +131,9 @@ class View:
             state = run.state()
             metrics = run.metrics() if state.exists else []
             last = metrics[-1] if metrics else {}
-            acc = [r["eval/accuracy"] for r in metrics if _finite(r.get("eval/accuracy"))]
-            rows.append({"run": run, "state_text": state_text(state), "steps": len(metrics),
-                         "reward": _fmt(last.get("reward")), "accuracy": _fmt(acc[-1]) if acc else "-"})
+            acc = [r["eval/accuracy"] for r in metrics if finite(r.get("eval/accuracy"))]
+            rows.append({"run": run, "state_text": state.text(), "steps": len(metrics),
+                         "reward": fmt(last.get("reward")), "accuracy": fmt(acc[-1]) if acc else "-"})
         problems = [f"run {r.index} ({r.name}): {p}" for r in self.runs for p in r.state().problems]
         return page("index", "runs", problems=problems, rows=rows)
 
@@ -125,12 +142,25 @@ class View:
         state = run.state()
         steps = run.log.steps() if state.exists else []
         q, problems = Query.of(request.query_params)
-        rewards = _rewards_of(run, steps)
+        start = whole(request.query_params.get("from"))
+        at = bisect.bisect_left(steps, start) if start else 0
+        at = at if at < len(steps) else max(0, len(steps) - STEP_LINKS)
+        shown = steps[at:at + STEP_LINKS]
+        pager = {"earlier": steps[max(0, at - STEP_LINKS)] if at else None,
+                 "later": steps[at + STEP_LINKS] if at + STEP_LINKS < len(steps) else None}
         return page("run", run.name, crumbs=[(run.name, f"/run/{run.index}")], problems=state.problems + problems,
-                    refresh=30 if state.training else None, run=run, state=state, state_text=state_text(state),
+                    refresh=30 if state.training else None, run=run, state=state, state_text=state.text(),
                     tokens=run.tokens() if state.exists else None, charts=self.charts_of([run]) if state.exists else [],
-                    events=run.events() if state.exists else [], steps=steps, shown_steps=_spaced(steps, SHOWN_STEPS),
-                    q=q, rewards=rewards)
+                    events=run.events() if state.exists else [], steps=steps, shown_steps=shown, pager=pager,
+                    q=q, rewards=_rewards_of(run, steps))
+
+    def config(self, request: Request):
+        run = self.run(request)
+        config = run.config() if run.state().exists else None
+        problems = [f"{run.name}: {config.problem}"] if config and config.problem else []
+        return page("config", f"{run.name}: config", crumbs=[(run.name, f"/run/{run.index}"),
+                                                           ("config", f"/run/{run.index}/config")],
+                    problems=run.state().problems + problems, run=run, config=config)
 
     def rollouts(self, request: Request):
         run = self.run(request)
@@ -138,6 +168,10 @@ class View:
         q, problems = Query.of(request.query_params)
         found = select(run, q) if state.exists else Selection([], 0, 0, [])
         pages = max(1, math.ceil(found.total / PAGE))
+        if q.page > pages and not found.unread:  # past the end (?page=999): the last page, said so
+            problems.append(f"page {q.page} is past the last page of this filter ({pages}): page {pages} is shown.")
+            q = replace(q, page=pages)
+            found = select(run, q)
         where = f"step {q.steps}" if q.steps and "-" not in q.steps else (f"steps {q.steps}" if q.steps else "all steps")
         least = "at least " if found.unread else ""
         groups, completions = _count(found.total, "group"), _count(found.matched, "completion")
@@ -152,7 +186,7 @@ class View:
         return page("rollouts", f"{run.name}: rollouts", crumbs=[(run.name, f"/run/{run.index}"),
                                                                ("rollouts", f"/run/{run.index}/rollouts")],
                     problems=state.problems + problems + found.problems, run=run, q=q,
-                    rewards=_rewards(found.groups) or _rewards_of(run, []), groups=found.groups, summary=summary,
+                    rewards=rewards(found.groups) or _rewards_of(run, []), groups=found.groups, summary=summary,
                     pages=pages)
 
     def step(self, request: Request):
@@ -168,7 +202,7 @@ class View:
         return page("step", f"{run.name}: step {step}", crumbs=[(run.name, f"/run/{run.index}"),
                                                                 (f"step {step}", f"/run/{run.index}/step/{step}")],
                     problems=run.state().problems + problems, run=run, step=step, groups=groups,
-                    rewards=_rewards(groups), stats=step_stats(rows),
+                    rewards=rewards(groups), stats=step_stats(rows),
                     prev=steps[at - 1] if at else None, next=steps[at + 1] if at is not None and at + 1 < len(steps)
                     else None)
 
@@ -189,101 +223,10 @@ class View:
         return page("group", f"{run.name}: step {step}, group {number}",
                     crumbs=[(run.name, f"/run/{run.index}"), (f"step {step}", f"/run/{run.index}/step/{step}"),
                             (f"group {number}", request.url.path)],
-                    problems=problems, run=run, g=g, rewards=_rewards([g]), extras=extras)
+                    problems=problems, run=run, g=g, rewards=rewards([g]), extras=extras)
 
     def compare(self, request: Request):
-        p = request.query_params
-        problems: list[str] = []
-        sides = []
-        for name in ("a", "b"):
-            index = p.get(f"{name}_run", p.get(name))
-            try:
-                run = self.runs[int(index)]
-            except (TypeError, ValueError, IndexError):
-                problems.append(f"{name}: {index!r} is not a run of this view (0 to {len(self.runs) - 1}).")
-                continue
-            step_text = (p.get(f"{name}_step") or "").strip()
-            step = None
-            if step_text:
-                if not step_text.isdigit():
-                    problems.append(f"{name}_step={step_text!r} is not a step number.")
-                else:
-                    step = int(step_text)
-            sides.append(self._side(run, step, problems))
-        runs = list({s["run"].index: s["run"] for s in sides}.values())
-        charts = self.charts_of(runs) if len(runs) == 2 else []
-        return page("compare", "compare", crumbs=[("compare", request.url.path + "?" + request.url.query)],
-                    problems=problems, sides=sides, charts=charts)
-
-    def _side(self, run: Run, step: int | None, problems: list[str]) -> dict:
-        state = run.state()
-        problems += [f"{run.name}: {x}" for x in state.problems]
-        side = {"run": run, "step": step, "groups": [], "rewards": [], "more": 0}
-        if step is None:
-            metrics = run.metrics() if state.exists else []
-            last = metrics[-1] if metrics else {}
-            acc = [r["eval/accuracy"] for r in metrics if _finite(r.get("eval/accuracy"))]
-            side["stats"] = [("state", state_text(state)), ("steps logged", len(metrics)),
-                             ("last step", last.get("step", "-")), ("last reward", _fmt(last.get("reward"))),
-                             ("held-out accuracy (last)", _fmt(acc[-1]) if acc else "-"),
-                             ("tokens", run.tokens() or "-")]
-            return side
-        rows, more = run.log.rows([step])
-        problems += [f"{run.name}: {x}" for x in more]
-        if not rows:
-            problems.append(f"{run.name} has no rollout log for step {step}.")
-        groups = groups_of(rows)
-        side.update(stats=step_stats(rows), groups=groups[:COMPARE_GROUPS], rewards=_rewards(groups),
-                    more=len(groups) if len(groups) > COMPARE_GROUPS else 0)
-        return side
-
-
-class NotFound(Exception):
-    pass
-
-
-def page(name: str, title: str, *, crumbs=(), problems=(), refresh=None, status: int = 200, **values) -> HTMLResponse:
-    html = _ENV.get_template(name).render(title=title, crumbs=list(crumbs), problems=list(problems), refresh=refresh,
-                                          **values)
-    return HTMLResponse(html, status_code=status, headers={"Content-Security-Policy": POLICY})
-
-
-def state_text(state) -> str:
-    if not state.exists:
-        return "missing"
-    if state.finished:
-        return "finished"
-    if state.last_write is None:
-        return "nothing written yet"
-    ago = time.time() - state.last_write
-    when = f"{ago:.0f} s ago" if ago < 120 else f"{ago / 60:.0f} min ago" if ago < 7200 else f"{ago / 3600:.1f} h ago"
-    return f"still training (last written {when})" if state.training else \
-        f"not finished: last written {when} (stopped, or waiting to resume)"
-
-
-def step_stats(rows: list[dict]) -> list[tuple[str, str]]:
-    """A step's figures, for its page and the compare page."""
-    if not rows:
-        return []
-    groups = groups_of(rows)
-    out = [("completions", str(len(rows))), ("groups", str(len(groups)))]
-    trained = [g.trained for g in groups if g.trained is not None]
-    if trained:
-        out.append(("groups trained", f"{sum(trained)} of {len(trained)}"))
-    out.append(("mean total", _fmt(_mean([r.get("total") for r in rows]))))
-    for name in _rewards(groups):
-        out.append((f"mean {name}", _fmt(_mean([r.get(f"reward/{name}") for r in rows]))))
-    out.append(("teaching completions (advantage not 0)",
-                f"{sum(1 for r in rows if _finite(r.get('advantage')) and r['advantage'] != 0)} of {len(rows)}"))
-    out.append(("mean tokens", _fmt(_mean([r.get("tokens") for r in rows]), 1)))
-    out.append(("truncated", f"{sum(bool(r.get('truncated')) for r in rows)} of {len(rows)}"))
-    return out
-
-
-def _rewards(groups) -> list[str]:
-    for g in groups:
-        return [k[len("reward/"):] for k in g.rows[0] if k.startswith("reward/")]
-    return []
+        return compare(self, request)
 
 
 def _rewards_of(run: Run, steps: list[int]) -> list[str]:
@@ -297,26 +240,6 @@ def _rewards_of(run: Run, steps: list[int]) -> list[str]:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _spaced(steps: list[int], n: int) -> list[int]:
-    if len(steps) <= n:
-        return steps
-    picks = {steps[round(i * (len(steps) - 1) / (n - 1))] for i in range(n)}
-    return sorted(picks)
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _mean(values) -> float | None:
-    vals = [v for v in values if _finite(v)]
-    return sum(vals) / len(vals) if vals else None
-
-
-def _fmt(v, digits: int = 3) -> str:
-    return f"{v:.{digits}f}" if _finite(v) else "-"
 
 
 def _guarded(view: View, method):
@@ -356,6 +279,7 @@ async def _not_found(request: Request, exc) -> Response:
 def build_app(view: View) -> Starlette:
     g = lambda m: _guarded(view, m)  # noqa: E731
     routes = [Route("/", g(view.index)), Route("/run/{i:int}", g(view.run_page)),
+              Route("/run/{i:int}/config", g(view.config)),
               Route("/run/{i:int}/rollouts", g(view.rollouts)), Route("/run/{i:int}/step/{s:int}", g(view.step)),
               Route("/run/{i:int}/step/{s:int}/group/{g:int}", g(view.group)), Route("/compare", g(view.compare))]
     app = Starlette(routes=routes, exception_handlers={404: _not_found})
@@ -363,4 +287,4 @@ def build_app(view: View) -> Starlette:
     return app
 
 
-__all__ = ["View", "build_app", "page", "state_text", "step_stats", "POLICY"]
+__all__ = ["View", "build_app", "page", "step_stats", "POLICY"]

@@ -13,26 +13,35 @@ from grpo_core.rewards.reward import resolve
 from grpo_core.rewards.specs import parse_spec
 
 _WHERE_RE = re.compile(r"^\s*(?P<col>[^<>=!\s]+)\s*(?P<op>>=|<=|==|>|<)\s*(?P<value>-?[\d.]+(?:e-?\d+)?)\s*$")
+TEXT_COLUMNS = ("prompt", "completion", "answer", "stage")  # not for --where: it compares numbers
 _OPS = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__, "==": float.__eq__}
 
 
-def steps(text: str | None) -> set[int] | None:
-    """``12`` or ``10-20`` as a set of steps; None for no step filter."""
+def steps(text: str | None) -> range | None:
+    """``12`` or ``10-20`` as a range of steps (membership is a comparison: a range of
+    30 million steps costs nothing); None for no step filter."""
     if text is None:
         return None
-    m = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
+    m = re.fullmatch(r"(\d{1,12})(?:-(\d{1,12}))?", text.strip()) if len(text) <= 40 else None
     if not m:
-        raise GrpoError(f"--step {text!r}: give a step (12) or a range (10-20).")
-    low = int(m[1])
-    return set(range(low, int(m[2] or low) + 1))
+        raise GrpoError(f"--step {text[:40]!r}: give a step (12) or a range (10-20).")
+    low, high = int(m[1]), int(m[2] or m[1])
+    if high < low:
+        raise GrpoError(f"--step {text.strip()!r}: the range ends before it starts; give LOW-HIGH, e.g. {high}-{low}.")
+    return range(low, high + 1)
 
 
 def where(expr: str):
     """``(column, test)`` for ``COLUMN OP NUMBER``; a reward's name reads its score."""
-    m = _WHERE_RE.match(expr)
-    if not m:
-        raise GrpoError(f"--where {expr!r}: write COLUMN OP NUMBER, e.g. 'format.xml_strict>0.5' (ops > >= < <= ==).")
-    col, op, value = m["col"], m["op"], float(m["value"])
+    m = _WHERE_RE.match(expr) if len(expr) <= 200 else None
+    try:
+        value = float(m["value"]) if m else None
+    except ValueError:  # 1.2.3
+        value = None
+    if value is None:
+        raise GrpoError(f"--where {expr[:200]!r}: write COLUMN OP NUMBER, e.g. 'format.xml_strict>0.5' "
+                        f"(ops > >= < <= ==).")
+    col, op = m["col"], m["op"]
 
     def test(row: dict) -> bool:
         v = row.get(f"reward/{col}", row.get(col))
@@ -64,6 +73,26 @@ def correctness_names(run: Path, columns: list[str]) -> list[str]:
     return sorted(set(out))
 
 
+def unknown_columns(wheres, correctness, columns) -> list[str]:
+    """A sentence for each ``--where`` expression and ``--correctness`` name that names no
+    column of the log (``columns``: its column names), with the names there are: such a
+    filter would match nothing and say nothing."""
+    columns = list(columns)
+    rewards = [c[len("reward/"):] for c in columns if c.startswith("reward/")]
+    others = [c for c in columns if not c.startswith("reward/") and c not in TEXT_COLUMNS]
+    out = []
+    for expr in wheres:
+        col = where(expr)[0]
+        if f"reward/{col}" not in columns and col not in columns:
+            out.append(f"--where {expr!r}: this log has no column {col!r}; its rewards are "
+                       f"{', '.join(rewards) or '(none)'} and its other columns {', '.join(others)}.")
+    for name in correctness:
+        if f"reward/{name}" not in columns:
+            out.append(f"--correctness {name!r}: this log has no reward {name!r}; its rewards are "
+                       f"{', '.join(rewards) or '(none)'}.")
+    return out
+
+
 def group_key(r: dict) -> tuple:
     return r["step"], r.get("round", 0), r["group"]
 
@@ -89,4 +118,4 @@ def empty(row: dict) -> bool:
             or any(row.get(k) in (None, "") for k in answers))
 
 
-__all__ = ["steps", "where", "correctness_names", "group_key", "suspect", "empty"]
+__all__ = ["steps", "where", "unknown_columns", "correctness_names", "group_key", "suspect", "empty"]

@@ -186,7 +186,40 @@ def select(run, q: Query, per_page: int = PAGE) -> Selection:
             if first <= total < last:
                 shown.append(Group(key[0], key[1] or 0, key[2], [rows[i] for i in positions], set(hit)))
             total += 1
+    if q.where or q.correctness:
+        problems += _unknown_columns(run, listed, q)
     return Selection(shown, total, matched, problems, unread)
+
+
+SCHEMAS = 500  # step files whose columns are read (metadata only) to check a filter's column, at most
+
+
+def _unknown_columns(run, listed, q: Query) -> list[str]:
+    """A sentence for each column the filter names that no file of the log has, with those it
+    has (a filter on it matches nothing: it says so instead of showing nothing without a word).
+    The files read say; those not read yet are asked for their columns (up to SCHEMAS)."""
+    import pyarrow.parquet as pq
+
+    seen: dict[str, None] = {}
+    unread = []
+    for step, path in listed:
+        entry = run.log.entry(step, path, read=False)
+        if entry is None:
+            unread.append(path)
+        else:
+            seen.update(dict.fromkeys(entry.columns))
+    problems = filters.unknown_columns(q.where, q.correctness, seen) if seen or unread else []
+    for path in unread[:SCHEMAS] if problems else ():
+        try:
+            seen.update(dict.fromkeys(pq.read_schema(path).names))
+        except Exception:  # noqa: BLE001 - a damaged file is named when it is read
+            continue
+    if unread and problems:
+        problems = filters.unknown_columns(q.where, q.correctness, seen) if seen else []
+    if problems and len(unread) > SCHEMAS:
+        problems = [p + f" ({len(unread) - SCHEMAS} step files not looked at yet: reload once the view has read "
+                        f"the log)" for p in problems]
+    return problems
 
 
 def _picked(entry, q: Query, correct: list[str], column: str) -> set[int]:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
-from grpo_core.run.outputs import HEALTH, METRICS, PROGRESS, RESOLVED
+from grpo_core.run.outputs import HEALTH, METRICS, PROGRESS, RESOLVED, last_checkpoint
 from grpo_core.trainer import rollout_log
 from grpo_core.trainer.batch import run_tokens, summary
-from grpo_core.view import filters
+from grpo_core.view import filters, settings
 
 RECENT = 120.0  # seconds: a run that wrote this recently and has no final weights is still training
 
@@ -38,6 +38,11 @@ def read_lines(path: Path) -> Lines:
     try:
         text = path.read_text(errors="replace")
     except FileNotFoundError:
+        return out
+    except OSError as exc:  # a directory where the file should be, no permission
+        what = "it is a directory, not a file" if path.is_dir() else f"{type(exc).__name__}: {exc.strerror or exc}"
+        out.problem = (f"{path.name} cannot be read ({what}): grpo train writes it as a file of JSON lines; "
+                       f"what it holds is not shown.")
         return out
     lines = text.split("\n")
     for n, line in enumerate(lines, 1):
@@ -87,6 +92,7 @@ class StepFile:
     key: tuple | None = None
     rows: list[dict] | None = None
     error: str | None = None
+    columns: tuple[str, ...] = ()  # the file's columns
     groups: list[tuple[tuple, list[int]]] = field(default_factory=list)  # (step, round, group) -> row positions
     memo: dict = field(default_factory=dict)  # (filter, its arguments) -> positions of the rows it picks
 
@@ -137,20 +143,22 @@ class RolloutLog:
         try:
             columns = pq.read_table(entry.path).to_pydict()  # (and zipped: 2.5 times faster than to_pylist)
             keys = list(columns)
+            entry.columns = tuple(keys)
             entry.rows, entry.error = [dict(zip(keys, values)) for values in zip(*columns.values())], None
             grouped: dict[tuple, list[int]] = {}
             for i, r in enumerate(entry.rows):
                 grouped.setdefault(filters.group_key(r), []).append(i)
             entry.groups = list(grouped.items())
         except Exception as exc:  # noqa: BLE001 - any damage: named on the page, the other steps served
-            entry.rows, entry.groups = [], []
+            entry.rows, entry.groups, entry.columns = [], [], ()
             entry.error = (f"{self.folder.name}/{entry.path.name} cannot be read ({type(exc).__name__}: "
                            f"{str(exc)[:200]}): the file is damaged or still being written; its step is left out.")
         entry.key = key
 
     def listing(self, steps: Iterable[int] | None = None) -> list[tuple[int, Path]]:
-        """(step, file) of ``steps`` (all: None), in the log's order; nothing read."""
-        wanted = None if steps is None else set(steps)
+        """(step, file) of ``steps`` (all: None; a range is kept as one: asking for steps
+        1-30000000 builds no set of 30 million), in the log's order; nothing read."""
+        wanted = None if steps is None else steps if isinstance(steps, range) else set(steps)
         return [(s, p) for s, p in rollout_log.files(self.folder) if wanted is None or s in wanted]
 
     def entry(self, step: int, path: Path, read: bool = True) -> StepFile | None:
@@ -186,25 +194,47 @@ class RolloutLog:
 
 @dataclass
 class State:
-    """What the page says about a run before anything else."""
+    """What the page says about a run before anything else, from what the run wrote:
+    progress.json (a stage is ``done`` once its final weights are saved), the final weights,
+    its checkpoints, and when its files were last written."""
 
     exists: bool
     finished: bool
     training: bool
     last_write: float | None  # seconds since the epoch
     problems: list[str]
+    weights: bool = True  # the final weights are in the folder (a finished run copied without them: False)
+    checkpoint: str | None = None  # the last checkpoint of an unfinished run
+
+    def text(self, now: float | None = None) -> str:
+        if not self.exists:
+            return "missing"
+        if self.finished:
+            return "finished" if self.weights else "finished (its final weights are not in this folder)"
+        if self.last_write is None:
+            return "nothing written yet"
+        ago = (now or time.time()) - self.last_write
+        when = (f"{ago:.0f} s ago" if ago < 120 else f"{ago / 60:.0f} min ago" if ago < 7200 else
+                f"{ago / 3600:.1f} h ago")
+        if self.training:
+            return f"still training (last written {when})"
+        resume = (f"its last checkpoint is {self.checkpoint}: grpo train ... --resume continues it" if self.checkpoint
+                  else "no checkpoint to resume from")
+        return f"not finished: last written {when}, stopped ({resume})"
 
 
 class Run:
-    """One run directory served by ``grpo view`` (``index`` is its place on the command line)."""
+    """One run directory served by ``grpo view`` (``index`` is its place on the command line;
+    ``name``: its label, the shortest end of its path that tells it from the others)."""
 
-    def __init__(self, path: Path, index: int):
+    def __init__(self, path: Path, index: int, name: str | None = None):
         self.path = Path(path)
         self.index = index
-        self.name = self.path.name or str(self.path)
+        self.name = name or self.path.name or str(self.path)
         self.log = RolloutLog(self.path / rollout_log.FOLDER)
         self._metrics = _Cached(self.path / METRICS, read_lines)
         self._health = _Cached(self.path / HEALTH, read_lines)
+        self._config = _Cached(self.path / RESOLVED, settings.read_config)
         self._correct: tuple[list[str], list[str]] | None = None
         self.warmed = threading.Event()  # set when warm() has read the whole log
 
@@ -220,10 +250,17 @@ class Run:
             return State(False, False, False, None, [f"{p} is a file, not a run directory: give grpo train's "
                                                      f"output_dir."])
         problems = []
-        finished = (p / "adapter").is_dir() or (p / "model").is_dir()
+        stages, problem = read_stages(p / PROGRESS)
+        if problem:
+            problems.append(f"{p.name}/{problem}")
+        names = settings.stage_names(self.config()) or list(stages)
+        done = bool(names) and all(stages.get(n, {}).get("done") is True for n in names)
+        # the final weights: adapter/ or model/ (one stage), the last stage's final/ (stages)
+        weights = any((p / w).is_dir() for w in ("adapter", "model")) or bool(names and (p / names[-1] / "final").is_dir())
+        finished = done or weights
         times = [t for t in (_mtime(p / METRICS), _mtime(self.log.folder), _mtime(p / PROGRESS)) if t]
         last = max(times) if times else None
-        if not (p / METRICS).is_file():
+        if not (p / METRICS).exists():
             what = ("no config.yaml, metrics.jsonl or rollouts/ either: is this grpo train's output_dir?"
                     if not (p / RESOLVED).is_file() and not self.log.folder.is_dir() else
                     "the run has logged no step yet (it may still be loading the model, or it stopped before "
@@ -231,12 +268,16 @@ class Run:
             problems.append(f"{p.name}/{METRICS} is missing: {what}")
         metrics = self._metrics.get()
         if metrics.problem:
-            problems.append(metrics.problem)
+            problems.append(f"{p.name}/{metrics.problem}")
         if (p / METRICS).is_file() and not self.log.folder.is_dir():
             problems.append(f"{p.name}/{rollout_log.FOLDER}/ is missing: no rollout log (log.rollouts: none, or no "
                             f"step scored yet); curves only.")
         training = not finished and last is not None and time.time() - last < RECENT
-        return State(True, finished, training, last, problems)
+        checkpoint = None
+        if not finished:
+            found = [c for c in [last_checkpoint(p)] + [last_checkpoint(p / n) for n in names if n != "main"] if c]
+            checkpoint = str(found[-1].relative_to(p)) if found else None
+        return State(True, finished, training, last, problems, weights or not done, checkpoint)
 
     def metrics(self) -> list[dict]:
         """The logged steps' records (those with a reward), in order."""
@@ -249,16 +290,9 @@ class Run:
         """The run's sentence on what its generated tokens bought (``grpo rollouts`` says it too)."""
         return summary(*run_tokens(self._metrics.get().records))
 
-    def max_steps(self) -> int | None:
-        """max_steps from the resolved config, when it says."""
-        import yaml
-
-        try:
-            data = yaml.safe_load((self.path / RESOLVED).read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            return None
-        value = data.get("max_steps") if isinstance(data, dict) else None
-        return value if isinstance(value, int) and value > 0 else None
+    def config(self) -> settings.Config:
+        """The run's config.yaml as read (again only when it changes)."""
+        return self._config.get()
 
     # -- the rollout log
 
@@ -292,10 +326,44 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
+def read_stages(path: Path) -> tuple[dict[str, dict], str | None]:
+    """progress.json's stages (``{name: {"done": true, "steps": N, "final": DIR}}``; {} when the
+    file is absent), and a sentence when it cannot be read."""
+    try:
+        if path.stat().st_size > 1 << 20:
+            return {}, f"{PROGRESS} is over 1 MiB (grpo train writes a few lines): ignored."
+        data = json.loads(path.read_text(errors="replace"))
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError, RecursionError) as exc:
+        what = "it is a directory" if path.is_dir() else type(exc).__name__
+        return {}, f"{PROGRESS} cannot be read ({what}): the run's state is judged from its other files."
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if not isinstance(stages, dict):
+        return {}, f"{PROGRESS} holds no 'stages' mapping: the run's state is judged from its other files."
+    return {str(k): v for k, v in stages.items() if isinstance(v, dict)}, None
+
+
+def labels(paths: list[Path]) -> list[str]:
+    """Each path's label: the fewest last parts of its absolute path that no other path ends
+    with (``A/run``, ``B/run``; just ``run`` when it is the only one); the same path given
+    twice is told by its place (``run #1``)."""
+    parts = [Path(os.path.abspath(p)).parts for p in paths]
+    out = []
+    for i, mine in enumerate(parts):
+        others = [q for q in parts if q != mine]
+        k = 1
+        while k < len(mine) and any(q[-k:] == mine[-k:] for q in others):
+            k += 1
+        label = str(Path(*mine[-k:])) if mine else str(paths[i])
+        out.append(label if parts.count(mine) == 1 else f"{label} #{i}")
+    return out
+
+
 def runs_of(paths: list[Path]) -> list[Run]:
     if not paths:
         raise GrpoError("name one or more run directories: grpo view OUTPUT_DIR [OUTPUT_DIR ...]")
-    return [Run(Path(p), i) for i, p in enumerate(paths)]
+    return [Run(Path(p), i, name) for i, (p, name) in enumerate(zip(paths, labels(paths)))]
 
 
-__all__ = ["Run", "RolloutLog", "State", "read_lines", "runs_of", "RECENT"]
+__all__ = ["Run", "RolloutLog", "State", "read_lines", "read_stages", "labels", "runs_of", "RECENT"]

@@ -27,7 +27,8 @@ tr.match td{background:#fff7d6}.badge{display:inline-block;padding:0 6px;border-
 .trained{background:#d9f2de;color:#145c24}.group h3 .muted{font-weight:normal}.dropped{background:#eee;color:#666}.trunc{background:#fde2cf;color:#8a3d00}
 form.filters{background:#fff;border:1px solid #dde1e8;padding:8px;border-radius:4px;display:flex;flex-wrap:wrap;gap:8px;align-items:end}
 form.filters label{display:flex;flex-direction:column;font-size:12px}form.filters input[type=text]{width:9em}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:14px}.muted{color:#69707d}.pager a{margin-right:10px}
+.cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:14px}
+pre.config{background:#fff;border:1px solid #dde1e8;padding:8px;white-space:pre-wrap;word-break:break-word}.muted{color:#69707d}.pager a{margin-right:10px}
 details summary{cursor:pointer;color:#35509a}
 </style></head><body>
 <header><a href="/"><b>grpo view</b></a>{% for label, href in crumbs %}<span class="crumbs"> / <a href="{{ href }}">{{ label }}</a></span>{% endfor %}</header>
@@ -77,16 +78,16 @@ INDEX = """{% extends "base" %}{% block body %}
 {% for r in rows %}<tr><td>{{ r.run.index }}</td><td><a href="/run/{{ r.run.index }}">{{ r.run.name }}</a></td>
 <td>{{ r.state_text }}</td><td class="num">{{ r.steps }}</td><td class="num">{{ r.reward }}</td><td class="num">{{ r.accuracy }}</td>
 <td class="muted">{{ r.run.path }}</td></tr>{% endfor %}</table>
-{% if rows | length > 1 %}<h2>Compare two runs</h2>
+{% if rows | length > 1 %}<h2>Compare runs</h2>
 <form class="filters" method="get" action="/compare">
-<label>run A<select name="a">{% for r in rows %}<option value="{{ r.run.index }}" {% if loop.first %}selected{% endif %}>{{ r.run.name }}</option>{% endfor %}</select></label>
-<label>run B<select name="b">{% for r in rows %}<option value="{{ r.run.index }}" {% if loop.index0 == 1 %}selected{% endif %}>{{ r.run.name }}</option>{% endfor %}</select></label>
-<button type="submit">Compare</button></form>{% endif %}
+{% for side in ['a', 'b', 'c', 'd'] %}{% set pick = {'a': 0, 'b': 1}.get(side) %}<label>run {{ side | upper }}<select name="{{ side }}">{% if pick is none %}<option value="" selected>(none)</option>{% endif %}
+{% for r in rows %}<option value="{{ r.run.index }}" {% if loop.index0 == pick %}selected{% endif %}>{{ r.run.name }}</option>{% endfor %}</select></label>
+{% endfor %}<button type="submit">Compare</button></form>{% endif %}
 {% endblock %}"""
 
 RUN = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 <h1>{{ run.name }}</h1>
-<p class="muted">{{ run.path }} - {{ state_text }}</p>
+<p class="muted">{{ run.path }} - {{ state_text }} - <a href="/run/{{ run.index }}/config">config</a></p>
 {% if tokens %}<p>{{ tokens }}</p>{% endif %}
 <div class="charts">{% for c in charts %}<div class="chart" id="chart-{{ c.key }}">{{ c.svg | safe }}</div>{% endfor %}</div>
 {% if not charts and state.exists %}<div class="note">No logged step yet: the curves appear with the first one.</div>{% endif %}
@@ -94,8 +95,10 @@ RUN = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 {% for e in events %}<tr><td class="num">{{ e.get('step') }}</td><td>{{ e.get('check') }}</td><td>{{ e.get('message') }}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Rollouts</h2>
 {% if steps %}
-<p>{{ steps | length }} logged steps ({{ steps[0] }} to {{ steps[-1] }}). Step:
+<p id="steps">{{ steps | length }} logged steps ({{ steps[0] }} to {{ steps[-1] }}){% if shown_steps | length < steps | length %}; steps {{ shown_steps[0] }} to {{ shown_steps[-1] }} linked here{% endif %}. Step:
 {% for s in shown_steps %}<a href="/run/{{ run.index }}/step/{{ s }}">{{ s }}</a> {% endfor %}</p>
+{% if pager.earlier is not none or pager.later is not none %}<p class="pager">{% if pager.earlier is not none %}<a href="/run/{{ run.index }}?from={{ pager.earlier }}#steps">earlier steps</a>{% endif %}
+{% if pager.later is not none %}<a href="/run/{{ run.index }}?from={{ pager.later }}#steps">later steps</a>{% endif %}</p>{% endif %}
 {{ m.filter_form(run, q, rewards, "/run/" ~ run.index ~ "/rollouts") }}
 <h2>Compare two steps</h2>
 <form class="filters" method="get" action="/compare">
@@ -104,6 +107,12 @@ RUN = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 <label>step B<input type="text" name="b_step" value="{{ steps[-1] }}"></label>
 <button type="submit">Compare</button></form>
 {% elif state.exists %}<div class="note">No rollout log yet.</div>{% endif %}
+{% endblock %}"""
+
+CONFIG = """{% extends "base" %}{% block body %}
+<h1>{{ run.name }}: config</h1>
+<p class="muted">{{ run.path }}/config.yaml, as grpo train wrote it (the settings the run trained with)</p>
+{% if config and config.text is not none %}<pre class="config">{{ config.text }}</pre>{% endif %}
 {% endblock %}"""
 
 ROLLOUTS = """{% extends "base" %}{% import "macros" as m %}{% block body %}
@@ -135,16 +144,25 @@ GROUP = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 
 COMPARE = """{% extends "base" %}{% import "macros" as m %}{% block body %}
 <h1>Compare</h1>
+{% if figures %}<form class="filters" method="get" action="/compare">
+{% for k, v in here %}<input type="hidden" name="{{ k }}" value="{{ v }}">{% endfor %}
+<label>a figure of the runs<select name="figure"><option value="">(the main curves)</option>
+{% for f in figures %}<option value="{{ f }}" {% if f == figure %}selected{% endif %}>{{ f }}</option>{% endfor %}</select></label>
+<button type="submit">Draw</button></form>{% endif %}
 {% if charts %}<div class="charts">{% for c in charts %}<div class="chart" id="chart-{{ c.key }}">{{ c.svg | safe }}</div>{% endfor %}</div>{% endif %}
+{% if differ or same %}<h2>Settings that differ</h2>
+{% if differ %}<table id="settings"><tr><th>setting (config.yaml)</th>{% for r in runs %}<th>{{ r.name }}</th>{% endfor %}</tr>
+{% for key, values in differ %}<tr><td>{{ key }}</td>{% for v in values %}<td class="text">{{ v }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}
+<p class="muted">{{ differ | length }} setting{{ '' if differ | length == 1 else 's' }} differ{{ 's' if differ | length == 1 else '' }}; {{ same }} {{ 'is' if same == 1 else 'are' }} the same in every run.</p>{% endif %}
 <div class="cols">{% for side in sides %}<div class="side" id="side-{{ loop.index0 }}">
-<h2><a href="/run/{{ side.run.index }}">{{ side.run.name }}</a>{% if side.step %}, <a href="/run/{{ side.run.index }}/step/{{ side.step }}">step {{ side.step }}</a>{% endif %}</h2>
+<h2><a href="/run/{{ side.run.index }}">{{ side.run.name }}</a>{% if side.step is not none %}, <a href="/run/{{ side.run.index }}/step/{{ side.step }}">step {{ side.step }}</a>{% endif %}</h2>
 <table>{% for label, value in side.stats %}<tr><th>{{ label }}</th><td class="num">{{ value }}</td></tr>{% endfor %}</table>
 {% if side.groups %}<h3 style="margin-top:10px">groups ({{ side.groups | length }}{% if side.more %} of {{ side.more }}{% endif %})</h3>
 {% for g in side.groups %}{{ m.group_card(side.run, g, side.rewards, clip=400) }}{% endfor %}{% endif %}
 </div>{% endfor %}</div>
 {% endblock %}"""
 
-TEMPLATES = {"base": BASE, "macros": MACROS, "index": INDEX, "run": RUN, "rollouts": ROLLOUTS, "step": STEP,
-             "group": GROUP, "compare": COMPARE}
+TEMPLATES = {"base": BASE, "macros": MACROS, "index": INDEX, "run": RUN, "config": CONFIG, "rollouts": ROLLOUTS,
+             "step": STEP, "group": GROUP, "compare": COMPARE}
 
 __all__ = ["TEMPLATES"]
