@@ -46,6 +46,10 @@ SCORE = ("score", "--rewards", "math.correctness", "--input")
     (("generate", "smollm2-135m", "--prompt", "hi", "--top-p", "1.5"), "argument --top-p: 1.5 is not a number in (0, 1]"),
     (("merge", "adapter", "--output", "merged", "--dtype", "int3"),
      "argument --dtype: 'int3' is not one of auto, float32, bfloat16, float16 (or bf16, fp16, fp32)\n"),
+    # a negative time limit turned the limit off, and 0 was silently 120 s; NaN passes a range's comparisons
+    *[(("serve", "--rewards", "math.correctness", "--time-limit", value),
+       f"argument --time-limit: {value} is not a number > 0 (a reward call is always bounded; for slow rewards give "
+       f"more, e.g. 600)\n") for value in ("-1", "0", "nan", "inf")],
     (("models", "pull", "gpt-17"), "Error: 'gpt-17' is not a model alias or a .gguf file: grpo models pull takes one "
                                    "of smollm2-135m"),
     (("models", "pull", "smollm2"), "Error: 'smollm2' is not a model alias (did you mean 'smollm2-135m'?)"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,9 @@ def number_arg(rng: Range, whole: bool = True):
             value = int(text) if whole else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
-        if not rng.holds(value):
-            raise argparse.ArgumentTypeError(f"{text} is not {rng.text(noun)}")
+        if not math.isfinite(value) or not rng.holds(value):  # NaN passes every comparison a range makes
+            note = f" ({rng.note})" if rng.note else ""
+            raise argparse.ArgumentTypeError(f"{text} is not {rng.text(noun)}{note}")
         return value
 
     return parse

@@ -6,15 +6,19 @@ import sys
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.params import reserved_columns_problem
-from grpo_core.commands import SUMMARIES
+from grpo_core.commands import SUMMARIES, number_arg
 from grpo_core.config import models
 from grpo_core.config.load import load_config
+from grpo_core.config.values import Range
 from grpo_core.serve.app import Server, build_app
 from grpo_core.serve.bodies import Limits
 from grpo_core.serve.openrlhf import ScoresScale
 from grpo_core.serve.responses import Ends
 from grpo_core.serve.scoring import Pool, RewardSet
 from grpo_core.serve.server import check_bind, serve, token_from
+
+# a server's reward call is always bounded (as in training: health.reward_time_limit takes no 0)
+TIME_LIMIT = Range(0, low_open=True, note="a reward call is always bounded; for slow rewards give more, e.g. 600")
 
 
 def add_parser(sub) -> None:
@@ -34,8 +38,8 @@ def add_parser(sub) -> None:
     p.add_argument("--token-file", default=None, metavar="PATH", help="read the token from this file (its first line)")
     p.add_argument("--workers", type=int, default=4, help="requests scored at once (default 4)")
     p.add_argument("--queue", type=int, default=64, help="requests waiting for a worker before 429 (default 64)")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds per reward call (default: the config's health.reward_time_limit, else 120)")
+    p.add_argument("--time-limit", type=number_arg(TIME_LIMIT, whole=False), default=None,
+                   help="seconds per reward call, above 0 (default: the config's health.reward_time_limit, else 120)")
     p.add_argument("--max-body", type=int, default=8 * 1024 * 1024, help="bytes per request (default 8 MiB)")
     p.add_argument("--max-items", type=int, default=4096, help="completions per request (default 4096)")
     p.add_argument("--max-chars", type=int, default=200_000, help="characters per completion (default 200000)")
