@@ -127,8 +127,8 @@ def test_tensorboard_gets_held_out_accuracy_health_events_and_rollout_tables(grp
     assert cells[-2] == f"{first[0]['total']:.3f}"
 
 
-def test_sample_takes_whole_groups_trained_first_and_markdown_keeps_cells_on_one_line():
-    from grpo_core.run.trackers import markdown, sample
+def test_sample_takes_whole_groups_trained_first():
+    from grpo_core.run.trackers import sample
 
     rows = [{"step": 3, "round": rd, "group": g, "trained": tr, "prompt": "p", "completion": f"c{rd}{g}{i}",
              "reward/a": 1.0, "total": 1.0, "advantage": 0.5}
@@ -136,9 +136,91 @@ def test_sample_takes_whole_groups_trained_first_and_markdown_keeps_cells_on_one
     columns, data = sample(rows, 2)
     assert [row[columns.index("completion")] for row in data] == ["c010", "c011", "c100", "c101"]
     assert columns == ["step", "round", "group", "trained", "prompt", "completion", "reward/a", "total", "advantage"]
-    text = markdown(["a", "b"], [["x|y\nz", 0.12345], [None, 2], ["1\r2\r\n3\x1c4\u20285", 0]])
-    assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y<br>z | 0.123 |", "|  | 2 |",
-                                 "| 1<br>2<br>3<br>4<br>5 | 0 |"]
+
+
+# what a model can write that markdown or HTML would take for markup, or a browser would fold
+WRITTEN = ["2*3*4 = 24", "def __init__(self): return `x`", "a | b || c", "<td>cell</td></table><h1>big</h1>",
+           "AT&T &amp; &lt;b&gt; &#42;", "line 1\nline 2\r\nline 3\rline 4\x1cline 5\u2028line 6",
+           "    indented\n  two  spaces  ", "[link](http://x.y) ![img](z.png) <http://auto.link> \\*not\\*",
+           "~~strike~~ **bold** _it_ {attr} #1 1. - + : \" ' = $x$ ^", "".join(chr(c) for c in range(33, 127))]
+
+
+class _Cells(__import__("html.parser").parser.HTMLParser):
+    """Rendered HTML as a browser shows it: each table's rows of cells, each cell's visible text
+    (character references read, each <br> a line break, runs of spaces and line ends folded as
+    HTML folds them, a non-breaking space shown as a space); and every tag seen."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self.tags, self._open, self._cells = [], set(), [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        if tag == "table":
+            self.tables.append([])
+            self._open.append(self.tables[-1])
+        elif tag == "tr":
+            self._open[-1].append([])
+        elif tag in ("td", "th"):
+            self._cells.append([])
+        elif tag == "br" and self._cells:
+            self._cells[-1].append("\0")
+
+    def handle_endtag(self, tag):
+        import re
+
+        if tag == "table":
+            self._open.pop()
+        elif tag in ("td", "th"):
+            lines = "".join(self._cells.pop()).split("\0")
+            self._open[-1][-1].append("\n".join(re.sub(r"[ \t\n\r\f]+", " ", x).strip(" \t\n\r\f")
+                                                .replace("\xa0", " ") for x in lines))
+
+    def handle_data(self, data):
+        if self._cells:
+            self._cells[-1].append(data)
+
+
+def test_tensorboard_shows_each_completion_exactly_as_written(tmp_path):
+    """Completions full of markdown and HTML, and line breaks of every kind, go through
+    TensorBoard's own writer into an event file; read back and rendered by TensorBoard's text
+    plugin (its markdown, then its HTML sanitizer), each cell shows what the model wrote."""
+    import re
+    import types
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.text.text_plugin import text_array_to_html
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter
+    from transformers.integrations import TensorBoardCallback
+
+    from grpo_core.run.trackers import TrackerCallback
+    from grpo_core.trainer import rollout_log
+
+    rows = [{"step": 1, "round": 0, "group": i // 5, "prompt": f"<b>prompt</b> {i} *", "completion": text,
+             "reward/a_b": 0.5, "total": 0.5, "advantage": -0.25} for i, text in enumerate(WRITTEN)]
+    rollout_log.write(tmp_path / "rollouts", 1, rows)
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    trainer = types.SimpleNamespace(callback_handler=types.SimpleNamespace(callbacks=[TensorBoardCallback(writer)]))
+    cb = TrackerCallback(tmp_path)
+    cb.bind(trainer)
+    state = types.SimpleNamespace(global_step=1, is_world_process_zero=True)
+    cb.on_log(None, state, None, logs={"reward": 0.5})
+    writer.close()
+
+    acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"tensors": 0})
+    acc.Reload()
+    [event] = acc.Tensors("grpo/rollouts/text_summary")
+    page = _Cells()
+    page.feed(text_array_to_html(tensor_util.make_ndarray(event.tensor_proto), enable_markdown=True))
+    assert page.tags <= {"table", "thead", "tbody", "tr", "th", "td", "br"}  # no <em>, <strong>, <code>, <h1>
+    # (TensorBoard shows the one string the writer stores in a table of its own: ours is inside)
+    [(header, *cells)] = [t for t in page.tables if t and t[0][:2] == ["step", "round"]]
+    assert header == ["step", "round", "group", "prompt", "completion", "reward/a_b", "total", "advantage"]
+    shown = [re.sub("\r\n|[\r\x1c\u2028]", "\n", text) for text in WRITTEN]  # each line break shows as one
+    assert [row[4] for row in cells] == shown
+    assert [row[3] for row in cells] == [f"<b>prompt</b> {i} *" for i in range(len(WRITTEN))]
+    assert cells[0][:3] + cells[0][5:] == ["1", "0", "0", "0.500", "0.500", "-0.250"]
 
 
 class _Recorder:
@@ -191,3 +273,30 @@ def test_wandb_and_mlflow_get_alerts_text_and_tables_through_their_own_calls(tmp
                              {"artifact_file": "grpo/rollouts/step-000001.json"})]
     cb.on_log(None, state, None, logs={"reward": 1.0})  # nothing new: nothing sent
     assert len(run.calls) == 2 and len(mlflow.calls) == 2
+
+
+def test_trackio_stores_each_completion_as_written(fresh_trackio, tmp_path):
+    """trackio's dashboard (0.4x) shows a table cell as plain text, so grpo hands it the
+    completions untouched: no markdown or HTML escaping, which it would show literally."""
+    import types
+
+    import trackio
+    from trackio.sqlite_storage import SQLiteStorage
+
+    from grpo_core.run.trackers import TrackerCallback
+    from grpo_core.trainer import rollout_log
+
+    rows = [{"step": 1, "round": 0, "group": 0, "prompt": "p", "completion": text, "total": 0.5, "advantage": 0.0}
+            for text in WRITTEN]
+    rollout_log.write(tmp_path / "rollouts", 1, rows)
+    trackio.init(project="grpo-test", name="written")
+    trainer = types.SimpleNamespace(callback_handler=types.SimpleNamespace(
+        callbacks=[type("TrackioCallback", (), {})()]))
+    cb = TrackerCallback(tmp_path)
+    cb.bind(trainer)
+    cb.on_log(None, types.SimpleNamespace(global_step=1, is_world_process_zero=True), None, logs={"reward": 0.5})
+    trackio.finish()
+    [logged] = [r for r in SQLiteStorage.get_logs("grpo-test", "written") if "grpo/rollouts" in r]
+    table = logged["grpo/rollouts"]
+    data = table.get("_value", table)
+    assert [row["completion"] for row in data] == WRITTEN

@@ -96,8 +96,10 @@ class _Wandb:
 
 
 class _TensorBoard:
-    """TensorBoard has no alerts: events and tables go to its text tab (markdown), written
-    with the integration's own writer into its event file."""
+    """TensorBoard has no alerts: events and tables go to its text tab, written with the
+    integration's own writer into its event file. The tab renders markdown and HTML, so the
+    table's text is escaped (:func:`markdown`); trackio (0.4x) shows a table cell as plain text, so
+    it, W&B and MLflow get the text as written."""
 
     name = "tensorboard"
 
@@ -147,20 +149,29 @@ SINKS = {"TrackioCallback": _Trackio, "WandbCallback": _Wandb, "TensorBoardCallb
 
 # every line break str.splitlines knows, not only \n (a sampled completion can hold \r or \x1c)
 LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# what markdown (inline, tables) or HTML would read as markup: each written as a character reference,
+# which both show as the character itself
+MARKUP = re.compile(r"[\\`*_\[\]()!<>&|~{}#:\"'=$^]")
+SPACES = re.compile(" {2,}|^ | $")  # runs a browser would fold into one, and spaces it drops at a line's ends
 
 
 def markdown(columns: list[str], data: list[list]) -> str:
-    """A markdown table (TensorBoard's text tab renders it); cells on one line (each line break a
-    ``<br>``), pipes escaped."""
-    def cell(v) -> str:
-        if isinstance(v, float):
-            return f"{v:.3f}"
-        text = "" if v is None else str(v).replace("\\", "\\\\").replace("|", "\\|")
-        return LINE_BREAK.sub("<br>", text)
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in data]
+    """A markdown table for TensorBoard's text tab, whose cells show exactly what was written:
+    markup characters as character references (``2*3*4`` is not emphasis, ``</table>`` not a
+    tag), each line break a ``<br>``, spaces a browser would fold kept (``&nbsp;``)."""
+    lines = ["| " + " | ".join(map(text_cell, columns)) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(text_cell(v) for v in row) + " |" for row in data]
     return "\n".join(lines)
+
+
+def text_cell(v) -> str:
+    """One cell of :func:`markdown`: a number as figures, text escaped (see there), None empty."""
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    if v is None or isinstance(v, (bool, int)):
+        return "" if v is None else str(v)
+    lines = LINE_BREAK.split(MARKUP.sub(lambda m: f"&#{ord(m.group())};", str(v)))
+    return "<br>".join(SPACES.sub(lambda m: "&nbsp;" * len(m.group()), line) for line in lines)
 
 
 def sample(rows: list[dict], groups: int = TABLE_GROUPS) -> tuple[list[str], list[list]] | None:
@@ -275,4 +286,4 @@ def callback(report_to, root: Path, offset: int = 0, warn=None) -> TrackerCallba
     return TrackerCallback(root, offset, warn=warn)
 
 
-__all__ = ["TrackerCallback", "callback", "sample", "markdown", "TABLE", "TABLE_GROUPS", "TRACKERS"]
+__all__ = ["TrackerCallback", "callback", "sample", "markdown", "text_cell", "TABLE", "TABLE_GROUPS", "TRACKERS"]
