@@ -251,14 +251,67 @@ def test_a_plugins_method_trains_and_the_log_holds_its_advantages(grpo, register
             assert [r["advantage"] for r in members] == pytest.approx((trl / 2).tolist(), abs=1e-5)
 
 
+MALFORMED = "; write a method's name, or its name and parameters: zvp or zvp(alpha=0.1)."
+
+
 @pytest.mark.parametrize("value, says", [
     ("nope", "unknown learning method 'nope'"),
     ("zvp(alpha=0)", "zvp's alpha must be above 0, got 0"),
     ("zvp(beta=1)", "learning method 'zvp' has no parameter 'beta'"),
+    # malformed specs trained as zvp (or as zvp(beta=2)) before
+    ("zvp(", "learning.method 'zvp(' does not end with the ')' closing its parameters" + MALFORMED),
+    ("zvp(alpha=0.2) x", "learning.method 'zvp(alpha=0.2) x' does not end with the ')' closing its parameters"),
+    ("(alpha=0.2)", "learning.method '(alpha=0.2)' has no name" + MALFORMED),
+    ("zvp(alpha=0.2)(beta=2)", "parameters in learning.method 'zvp(alpha=0.2)(beta=2)' must be key=value pairs"),
 ])
 def test_a_bad_method_is_refused_before_any_model_loads(grpo, value, says):
-    code, out, err = grpo(TINY, "--learning.method", value, "--dry-run", model=False)
-    assert code != 0 and says in out + err and "Traceback" not in out + err
+    code, out, err = grpo(TINY, "--learning.method", value, "--learning.metric", "test.exact", "--rewards",
+                          "test.exact", "--dry-run", "--no-check")
+    assert code == 2 and says in err and "Traceback" not in out + err, err
+
+
+def test_a_metric_that_names_no_reward_is_refused_under_any_method(grpo):
+    # under the default method (grpo) the misspelt name was ignored without a word
+    code, out, err = grpo(TINY, "--learning.metric", "test.exakt", "--dry-run")
+    assert code == 2, out + err
+    assert ("learning.metric 'test.exakt' is not a reward of stage 'main' (its rewards: test.digits, test.short); "
+            "name one of them, or auto (learning.method 'grpo' judges no groups on it: leave it out).") in err
+    code, out, err = grpo(TINY, "--learning.method", "sign", "--learning.metric", "test.exakt", "--rewards",
+                          "test.exact", "--dry-run", "--no-check")
+    assert code == 2 and "learning.metric 'test.exakt' is not a reward of stage 'main' (its rewards: test.exact); " \
+        "name one of them, or auto." in err, err
+    code, out, err = grpo(TINY, "--learning.method", "sign", "--learning.metric", "test.exact", "--rewards",
+                          "test.exact", "--dry-run", "--no-check")
+    assert code == 0, out + err
+
+
+def test_auto_with_two_correctness_rewards_is_refused_naming_both(grpo, tmp_path):
+    # which of two correctness rewards judges a group is not guessed (the first was, silently)
+    config = tmp_path / "two.yaml"
+    config.write_text(TINY.read_text().replace(
+        "rewards:\n", "rewards:\n  - test.exact\n  - {name: test.exact, as: exact_again}\n"))
+    code, out, err = grpo(config, "--learning.method", "zvp", "--dry-run", "--no-check")
+    assert code == 2, out + err
+    assert ("learning.method 'zvp' judges flat groups on a correctness reward, but stage 'main' has 2 rewards "
+            "registered as correctness (test.exact, exact_again), and auto does not pick one (its rewards: test.exact, "
+            "exact_again, test.digits, test.short); set learning.metric to one of them.") in err
+    assert grpo(config, "--learning.method", "zvp", "--learning.metric", "exact_again", "--dry-run",
+                "--no-check")[0] == 0
+    assert grpo(config, "--dry-run", "--no-check")[0] == 0  # grpo judges no groups: two are fine
+
+
+def test_metric_of_auto_finds_the_one_correctness_reward_or_none():
+    from grpo_core.config.learning import metric_of
+
+    def reward(name, correctness=False, rng=None):
+        f = types.SimpleNamespace(__name__=name, correctness=correctness, range=rng)
+        return f
+
+    one = [reward("fmt"), reward("acc", True, (-1.0, 2.0))]
+    assert metric_of(one, "auto") == ("acc", 2.0, -1.0)  # right and wrong read from its range
+    assert metric_of(one + [reward("acc2", True)], "auto") is None  # two: not the first
+    assert metric_of([reward("fmt")], "auto") is None
+    assert metric_of(one, "fmt") == ("fmt", 1.0, 0.0)
 
 
 def test_zvp_needs_a_correctness_reward_and_says_which_setting_names_it(grpo):

@@ -37,13 +37,19 @@ class Method:
 
 
 def parse_method(spec: Any) -> Method:
-    """``zvp`` or ``zvp(alpha=0.1)`` (the reward spec's parameter grammar)."""
+    """``zvp`` or ``zvp(alpha=0.1)`` (the reward spec's parameter grammar); anything else
+    (``zvp(``, ``zvp(alpha=0.1) x``, ``(alpha=1)``) is refused, naming it."""
+    form = "write a method's name, or its name and parameters: zvp or zvp(alpha=0.1)"
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(f"learning.method must be a method's name, e.g. zvp or zvp(alpha=0.1), got {spec!r}.")
+        raise ConfigError(f"learning.method is {spec!r}; {form}.")
     text = spec.strip()
-    name, _, rest = text.partition("(")
-    params = parse_args("(" + rest, text) if rest else {}
-    return Method(name.strip(), params)
+    name, paren, rest = text.partition("(")
+    name = name.strip()
+    if not name or (paren and not rest.rstrip().endswith(")")):
+        why = "has no name" if not name else "does not end with the ')' closing its parameters"
+        raise ConfigError(f"learning.method {spec!r} {why}; {form}.")
+    params = parse_args(paren + rest, text, what="learning.method") if paren else {}
+    return Method(name, params)
 
 
 def judges_correctness(method: Any) -> bool:
@@ -69,19 +75,25 @@ def metric_of(stage_funcs: list, metric: str) -> tuple[str, float, float] | None
 
 
 def check_learning(cfg) -> None:
-    """The method builds; a method that judges correctness finds its reward in every stage."""
+    """The method builds; a metric named is a reward of every stage (whatever the method:
+    a misspelt name is never ignored); a method that judges correctness finds its reward
+    in every stage, and ``auto`` one correctness reward there (two: which one is not guessed)."""
     try:
         method = parse_method(cfg.learning.method)
         built = method.build()
     except GrpoError as exc:
         raise ConfigError(str(exc) if "learning" in str(exc) else f"learning.method: {exc}") from None
-    if not judges_correctness(built):
-        return
+    metric, judges = cfg.learning.metric, judges_correctness(built)
     for stage in cfg.stages:
-        if metric_of(stage.funcs, cfg.learning.metric) is None:
-            names = ", ".join(f.__name__ for f in stage.funcs)
-            what = ("no single correctness reward" if cfg.learning.metric == "auto"
-                    else f"no reward {cfg.learning.metric!r}")
+        names = ", ".join(f.__name__ for f in stage.funcs)
+        if metric != "auto" and not any(f.__name__ == metric for f in stage.funcs):
+            unused = "" if judges else f" (learning.method {method.spec!r} judges no groups on it: leave it out)"
+            raise ConfigError(f"learning.metric {metric!r} is not a reward of stage '{stage.name}' (its rewards: "
+                              f"{names}); name one of them, or auto{unused}.")
+        if judges and metric_of(stage.funcs, metric) is None:
+            found = [f.__name__ for f in stage.funcs if getattr(f, "correctness", False)]
+            what = (f"{len(found)} rewards registered as correctness ({', '.join(found)}), and auto does not pick one"
+                    if found else "no reward registered as correctness")
             raise ConfigError(f"learning.method {method.spec!r} judges flat groups on a correctness reward, but stage "
                               f"'{stage.name}' has {what} (its rewards: {names}); set learning.metric to one of them.")
 

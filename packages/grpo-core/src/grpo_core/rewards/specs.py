@@ -180,23 +180,25 @@ def _check_name(name: str, spec: str) -> None:
         )
 
 
-def parse_args(args: str, spec: str) -> dict[str, Any]:
+def parse_args(args: str, spec: str, what: str = "reward spec") -> dict[str, Any]:
+    """``(key=value, ...)`` of ``spec`` as a dict of Python literals; ``what`` names the
+    setting in messages."""
     try:
         tree = ast.parse("f" + args, mode="eval")
     except SyntaxError as exc:
-        raise SpecError(f"cannot parse the parameters {args!r} of reward spec {spec!r}: {exc.msg}.") from None
+        raise SpecError(f"cannot parse the parameters {args!r} of {what} {spec!r}: {exc.msg}.") from None
     call = tree.body
-    if not isinstance(call, ast.Call) or call.args:
-        raise SpecError(f"parameters in reward spec {spec!r} must be key=value pairs, e.g. name(target=300).")
+    if not isinstance(call, ast.Call) or call.args or not isinstance(call.func, ast.Name):  # not f(a=1)(b=2)
+        raise SpecError(f"parameters in {what} {spec!r} must be key=value pairs, e.g. name(target=300).")
     params: dict[str, Any] = {}
     for kw in call.keywords:
         if kw.arg is None:
-            raise SpecError(f"'**' is not allowed in reward spec {spec!r}.")
+            raise SpecError(f"'**' is not allowed in {what} {spec!r}.")
         try:
             params[kw.arg] = ast.literal_eval(kw.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise SpecError(
-                f"value of '{kw.arg}' in reward spec {spec!r} is not a Python literal "
+                f"value of '{kw.arg}' in {what} {spec!r} is not a Python literal "
                 f"(numbers, strings in quotes, True/False/None, lists, dicts): "
                 f"{ast.get_source_segment('f' + args, kw.value)!r}."
             ) from None
