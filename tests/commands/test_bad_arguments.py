@@ -50,6 +50,11 @@ SCORE = ("score", "--rewards", "math.correctness", "--input")
     *[(("serve", "--rewards", "math.correctness", "--time-limit", value),
        f"argument --time-limit: {value} is not a number > 0 (a reward call is always bounded; for slow rewards give "
        f"more, e.g. 600)\n") for value in ("-1", "0", "nan", "inf")],
+    # a port past 65535 was an OverflowError traceback from the socket, after the rewards were built
+    (("serve", "--rewards", "math.correctness", "--port", "99999"),
+     "argument --port: 99999 is not a whole number in [1, 65535]\n"),
+    (("serve", "--rewards", "math.correctness", "--port", "0"), "argument --port: 0 is not a whole number in [1, 65535]"),
+    (("serve", "--rewards", "math.correctness", "--port", "http"), "argument --port: 'http' is not a whole number\n"),
     (("models", "pull", "gpt-17"), "Error: 'gpt-17' is not a model alias or a .gguf file: grpo models pull takes one "
                                    "of smollm2-135m"),
     (("models", "pull", "smollm2"), "Error: 'smollm2' is not a model alias (did you mean 'smollm2-135m'?)"),

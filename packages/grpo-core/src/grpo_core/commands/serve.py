@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from grpo_core.base.errors import GrpoError
+from grpo_core.base.net import PORTS, open_url
 from grpo_core.base.params import reserved_columns_problem
 from grpo_core.commands import SUMMARIES, number_arg
 from grpo_core.config import models
@@ -31,7 +32,7 @@ def add_parser(sub) -> None:
     p.add_argument("--rewards", nargs="+", metavar="SPEC", help="reward specs instead of a config")
     p.add_argument("--stage", help="the config's stage whose rewards to serve")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8005)
+    p.add_argument("--port", type=number_arg(Range(*PORTS)), default=8005, help="TCP port, 1-65535 (default 8005)")
     p.add_argument("--token", default=None,
                    help="clients must send 'Authorization: Bearer TOKEN'; other users of the machine see it in the "
                         "process list: prefer $GRPO_SERVE_TOKEN or --token-file")
@@ -121,8 +122,9 @@ def run(args) -> int:
               "--token-file.", file=sys.stderr)
     app = build(args)
     server = app.state.server
-    print(f"grpo serve: http://{args.host}:{args.port} ({', '.join(server.pool.names)}); POST /score, POST /get_reward "
+    url, note = open_url(args.host, args.port)
+    print(f"grpo serve: {url.rstrip('/')} ({', '.join(server.pool.names)}); POST /score, POST /get_reward "
           f"('scores': {server.scale.describe()}), GET /rewards, GET /health{'; token required' if token else ''}. "
-          f"Ctrl-C stops after the requests in flight.", file=sys.stderr)
+          f"Ctrl-C stops after the requests in flight." + (f" Note: {note}." if note else ""), file=sys.stderr)
     serve(app, args.host, args.port, token)
     return 0
