@@ -195,6 +195,15 @@ def test_a_step_that_depends_on_a_failed_one_adds_nothing(toy_plugin):
     ]
 
 
+@pytest.mark.parametrize("key", ["model.id", "dataset.name"])
+def test_a_required_text_given_a_number_is_one_problem(toy_plugin, key):
+    # --model.id 42 said "model.id is 42; it must be text" and also "model.id is required"
+    with pytest.raises(ConfigError) as info:
+        load_config(TINY, ["--model.id", str(TINY.parent), f"--{key}", "42"])
+    assert not isinstance(info.value, ConfigProblems), str(info.value)
+    assert str(info.value) == f"{key} is 42; it must be text or null (quote it to mean the text: '42') (default null)."
+
+
 def test_older_open_r1_recipes_dataset_configs_is_one_dataset_config(toy_plugin, tmp_path):
     base = {k: v for k, v in tiny().items() if k != "dataset"}
     cfg = load_config(None, data={**base, "dataset_name": "data.jsonl", "dataset_configs": ["all"]})

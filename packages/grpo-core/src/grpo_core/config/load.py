@@ -170,7 +170,8 @@ def _model(raw: dict, problems: Problems) -> ModelSection:
         raw["model"] = {"id": raw["model"]}
     model = read_section(raw, "model", ModelSection, "", problems)
     model.dtype = problems.attempt(normalize_dtype, model.dtype, default="auto")
-    problems.attempt(check_model_id, model.id)
+    if "model.id" not in problems.failed:  # a value that is not text: reported with its value, not also "required"
+        problems.attempt(check_model_id, model.id)
     if model.quantization and importlib.util.find_spec("bitsandbytes") is None:
         problems.add(
             f"model.quantization {model.quantization} (load_in_4bit / load_in_8bit) needs bitsandbytes and a CUDA "
