@@ -37,7 +37,7 @@ def reward_names(logs: dict) -> list[str]:
 # the step line's single figures after the rewards: (metric, label, format)
 LINE_FIGURES = (("eval/accuracy", "held-out accuracy", ".2f"), ("frac_reward_zero_std", "zero-std", ".2f"),
                 ("kl", "kl", ".4f"), ("completions/mean_length", "len", ".0f"),
-                ("tokens/teaching_share", "tokens teaching", ".0%"))
+                ("tokens/teaching_share", "tokens teaching", ".0%"), ("sampling/kl", "sampler kl", ".4f"))
 
 
 def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None, elapsed: float | None = None,
@@ -153,6 +153,7 @@ class HealthCallback(TrainerCallback):
         self.zero_std: deque = deque(maxlen=cfg.window)
         self.std: deque = deque(maxlen=cfg.window)
         self.kl: deque = deque(maxlen=cfg.window)
+        self.sampler_kl: deque = deque(maxlen=cfg.window)
         self.rewards: deque = deque(maxlen=cfg.flat_window)
         self.n = n
         self.active: set[str] = set()
@@ -255,6 +256,7 @@ class HealthCallback(TrainerCallback):
                            f"or raise beta.", mean_kl, c.max_kl)
             elif mean_kl <= c.max_kl:
                 self._clear("kl")
+        self._check_sampler(step, logs)
         r = _finite(logs.get("reward"))
         if r is not None and c.flat_window > 1:
             self.rewards.append(r)
@@ -267,6 +269,24 @@ class HealthCallback(TrainerCallback):
                                spread, c.flat_delta)
                 else:
                     self._clear("flat")
+
+    def _check_sampler(self, step: int, logs: dict) -> None:
+        """The low-precision sampler drifting from the trainer (``sampling/kl``, averaged over
+        the window): the gap grows as the policy concentrates (arXiv 2605.13907)."""
+        c, kl = self.cfg, _finite(logs.get("sampling/kl"))
+        if kl is None:
+            return
+        self.sampler_kl.append(kl)
+        mean_kl = sum(self.sampler_kl) / len(self.sampler_kl)
+        if len(self.sampler_kl) == c.window and mean_kl > c.max_sampler_kl:
+            self._emit(step, "sampler_kl", f"the sampler and the trainer differ by {mean_kl:.4f} nat a token "
+                       f"over {c.window} steps (> {c.max_sampler_kl}): the lower-precision sampling copy no longer "
+                       f"samples the policy trained. Set sampling.precision: float32, or keep TRL's correction on "
+                       f"(vllm_importance_sampling_correction) and watch sampling/importance_sampling_ratio.",
+                       mean_kl, c.max_sampler_kl)
+        elif mean_kl <= c.max_sampler_kl:
+            self._clear("sampler_kl")
+
 
 class AdaptiveWeightsCallback(TrainerCallback):
     """Raises the weight of a reward the model rarely succeeds on and lowers it
