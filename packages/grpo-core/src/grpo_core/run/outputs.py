@@ -2,7 +2,8 @@
 
 Under ``accelerate launch`` every process runs ``grpo train``, but only the main
 process touches the file system: it checks that output_dir can be written, moves
-an earlier run aside (or replaces it with ``--overwrite``), reads what a
+an earlier run aside (or replaces it with ``--overwrite``; and puts it back should the
+new run stop before it saves anything to continue from), reads what a
 ``--resume`` continues, cuts ``metrics.jsonl`` / ``health.jsonl`` back to the
 checkpoint and writes ``config.yaml``. The others wait, and get the outcome
 (progress, or the main process's error) from it: no two processes ever race on
@@ -146,11 +147,13 @@ def earlier_run(root: Path, stage_dirs: list[Path]) -> bool:
     return False
 
 
-def start_fresh(root: Path, stage_dirs: list[Path], log: Callable, overwrite: bool) -> None:
+def start_fresh(root: Path, stage_dirs: list[Path], log: Callable, overwrite: bool) -> Path | None:
     """A new run never loses an earlier one by accident: it is moved aside
-    (``<dir>.1``, ``<dir>.2``, ...) unless ``--overwrite`` asks to replace it."""
+    (``<dir>.1``, ``<dir>.2``, ...) unless ``--overwrite`` asks to replace it; where it went.
+    Should the new run fail before it saves anything to continue from, :func:`put_back`
+    returns it to ``root``."""
     if not earlier_run(root, stage_dirs):
-        return
+        return None
     if overwrite:
         for d in stage_dirs:
             for c in d.glob("checkpoint-*") if d.is_dir() else ():
@@ -159,15 +162,61 @@ def start_fresh(root: Path, stage_dirs: list[Path], log: Callable, overwrite: bo
             target = root / name
             shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         log(f"--overwrite: removed the earlier run's checkpoints and outputs in {root}.")
-        return
-    n = 1
-    while root.with_name(f"{root.name}.{n}").exists():
-        n += 1
-    aside = root.with_name(f"{root.name}.{n}")
+        return None
+    aside = free_name(root)
     root.rename(aside)
     root.mkdir(parents=True)
     log(f"{root} held an earlier run: moved it to {aside}. (--resume continues a run; "
         f"--overwrite replaces it.)")
+    return aside
+
+
+def free_name(root: Path) -> Path:
+    """``<root>.N``, the first N that names nothing."""
+    n = 1
+    while root.with_name(f"{root.name}.{n}").exists():
+        n += 1
+    return root.with_name(f"{root.name}.{n}")
+
+
+def resumable(root: Path, stage_dirs: list[Path]) -> bool:
+    """Does ``root`` hold what ``--resume`` continues from: a checkpoint, or a finished stage?"""
+    return (any(last_checkpoint(d) is not None for d in (root, *stage_dirs))
+            or any(s.get("done") for s in read_progress(root)["stages"].values()))
+
+
+def put_back(root: Path, stage_dirs: list[Path], moved: list[Path], log: Callable) -> None:
+    """A fresh start moved an earlier run aside (to ``moved[0]``) and then stopped before it
+    saved anything ``--resume`` continues from: the earlier run goes back to ``root``, and what
+    the new one wrote goes aside in its place (or away, when that is only its resolved config
+    and empty logs). Never raises: the failure's own error is what the user must see."""
+    if not moved or resumable(root, stage_dirs):
+        return
+    aside, attempt = moved[0], None
+    try:
+        if _only_its_config(root):
+            shutil.rmtree(root)
+        else:
+            attempt = free_name(root)
+            root.rename(attempt)
+        aside.rename(root)
+    except OSError as exc:
+        log(f"warning: could not move the earlier run back to {root} ({describe_os_error(exc)}); it is whole "
+            f"in {aside}.")
+        return
+    log(f"This run stopped before saving anything --resume could continue, so the earlier run is back in {root}, "
+        f"where it was" + (f"; what this run wrote is in {attempt}." if attempt else "."))
+
+
+def _only_its_config(root: Path) -> bool:
+    """Does ``root`` hold only what a run writes before its first step (the resolved config,
+    the manifest, empty logs)?"""
+    for path in root.iterdir():
+        if path.name not in (RESOLVED, "manifest.json", METRICS, HEALTH) or not path.is_file():
+            return False
+        if path.name in (METRICS, HEALTH) and path.stat().st_size > 0:
+            return False
+    return True
 
 
 def check_writable(path: Path, keep: bool = True) -> None:
@@ -195,11 +244,14 @@ def check_writable(path: Path, keep: bool = True) -> None:
 
 
 def prepare(root: Path, stage_dirs: list[Path], *, resume: bool | str, overwrite: bool, health: bool,
-            log: Callable[[str], None], main: bool | None = None, share: Callable[[Any], Any] = from_main) -> dict:
+            log: Callable[[str], None], main: bool | None = None, share: Callable[[Any], Any] = from_main,
+            moved: list[Path] | None = None) -> dict:
     """Make ``root`` ready on the main process (see the module docstring); every process
     returns the run's progress (what ``--resume`` skips). ``share`` hands the main
-    process's outcome to the others and is their barrier."""
-    return on_main(lambda: _prepare_main(root, stage_dirs, resume, overwrite, health, log), main=main, share=share)
+    process's outcome to the others and is their barrier; ``moved`` gets the folder an
+    earlier run was moved to (on the main process), for :func:`put_back`."""
+    return on_main(lambda: _prepare_main(root, stage_dirs, resume, overwrite, health, log, moved), main=main,
+                   share=share)
 
 
 def on_main(work: Callable[[], Any], *, main: bool | None = None, share: Callable[[Any], Any] = from_main) -> Any:
@@ -218,7 +270,8 @@ def on_main(work: Callable[[], Any], *, main: bool | None = None, share: Callabl
     return outcome
 
 
-def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, health: bool, log) -> dict:
+def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, health: bool, log,
+                  moved: list[Path] | None = None) -> dict:
     check_writable(root)
     progress = {"stages": {}}
     if resume:
@@ -226,8 +279,8 @@ def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, h
         named = isinstance(resume, str) and resume not in ("true", "True")  # --resume CHECKPOINT
         if not (named or progress["stages"] or any(last_checkpoint(d) for d in stage_dirs)):
             log(f"--resume: nothing to resume in {root}; starting from the beginning.")
-    else:
-        start_fresh(root, stage_dirs, log, overwrite)
+    elif (aside := start_fresh(root, stage_dirs, log, overwrite)) is not None and moved is not None:
+        moved.append(aside)
     if health:
         (root / HEALTH).touch()  # empty: no warnings
     return progress
@@ -260,6 +313,6 @@ def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
     return path
 
 
-__all__ = ["prepare", "on_main", "check_writable", "last_checkpoint", "finished", "read_progress", "write_progress",
+__all__ = ["prepare", "on_main", "put_back", "resumable", "free_name", "check_writable", "last_checkpoint", "finished", "read_progress", "write_progress",
            "truncate_jsonl", "write_resolved", "is_main_process", "from_main", "METRICS", "HEALTH", "PLOT", "PROGRESS",
            "RESOLVED"]

@@ -26,7 +26,7 @@ from typing import Any
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
 from grpo_core.config.schema import RunConfig
-from grpo_core.run import outputs
+from grpo_core.run import failure, outputs
 from grpo_core.run import resume as rules
 from grpo_core.run.builder import build_trainer, features_of
 from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
@@ -151,8 +151,21 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
         log = lambda message: None  # noqa: E731 - one process speaks
     p = prepare(cfg, check=check, log=log, verbose=verbose, heldout=True)
     resume = resume or p.plans[0].args.resume_from_checkpoint or False
-    progress = outputs.prepare(p.root, [x.output_dir for x in p.plans], resume=resume, overwrite=overwrite,
-                               health=cfg.health.enabled, log=log)
+    dirs, moved = [x.output_dir for x in p.plans], []  # moved: where a fresh start put an earlier run
+    progress = outputs.prepare(p.root, dirs, resume=resume, overwrite=overwrite, health=cfg.health.enabled, log=log,
+                               moved=moved)
+    try:
+        result = _run(p, resume, progress, log, stream, extra_callbacks, main)
+    except BaseException:
+        outputs.put_back(p.root, dirs, moved, log)  # when this run left nothing --resume continues
+        raise
+    if result.interrupted or result.stopped:
+        outputs.put_back(p.root, dirs, moved, log)
+    return result
+
+
+def _run(p: Prepared, resume, progress: dict, log, stream, extra_callbacks, main: bool) -> TrainResult:
+    cfg = p.cfg
     # refused here, before any model loads and before config.yaml is written
     starts = outputs.on_main(lambda: rules.decide(cfg, p.plans, progress, resume, p.train_ds))
     if main and any(s.finished is None for s in starts):  # a run with nothing left to train keeps its config.yaml
@@ -290,28 +303,13 @@ def _train(r: Run, trainer, ckpt: Path | None, interrupt) -> None:
     try:
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
     except Exception as exc:
-        saved = _save_after_crash(r, trainer)
+        saved = failure.after_crash(trainer, exc, r.cfg.resume_command())
         if isinstance(exc, GrpoError):
             raise type(exc)(f"{exc}\n{saved}") from None
         r.log(saved)
         raise
     finally:
         interrupt.uninstall()
-
-
-def _save_after_crash(r: Run, trainer) -> str:
-    """A checkpoint of the last completed step (weights, optimizer, scheduler and data
-    position as that step left them), and the line that says how to go on."""
-    step = trainer.state.global_step
-    if step == 0:
-        return "No step had completed, so there is nothing to resume; fix the cause and start again."
-    out = Path(trainer.args.output_dir) / f"checkpoint-{step}"
-    try:
-        if not out.is_dir():
-            trainer.save_checkpoint_now()
-    except Exception as exc:  # a broken device cannot save; say so, keep the first error
-        return f"Could not save a checkpoint at step {step} ({type(exc).__name__}: {exc})."
-    return f"Saved {out} (step {step}, the last completed step). Continue with: {r.cfg.resume_command()}"
 
 
 def _report_stop(r: Run, p: StagePlan, trainer, interrupt, result: TrainResult, diverged: dict | None = None) -> None:
