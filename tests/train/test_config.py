@@ -193,12 +193,53 @@ def test_bad_trl_value_is_a_clean_error(grpo, no_model, tmp_path):
         ("", ["--health.max_reward_errors", "-0.1"], "health.max_reward_errors is -0.1; it must be a number in [0, 1] (default 0.2)"),
         ("", ["--health.on_nonfinite", "ignore"], "health.on_nonfinite is 'ignore'; use one of stop, skip"),
         ("", ["--model.dtype", "int8"], "model.dtype 'int8' is not one of auto, float32, bfloat16, float16"),
+        # passed the dry run and failed once the model had loaded (transformers' or peft's traceback)
+        ("", ["--model.attn_implementation", "nonsense"], "model.attn_implementation 'nonsense' is not an attention "
+         "implementation transformers "),
+        ("", ["--model.attn_implementation", "sdpaa"], "knows (did you mean 'sdpa'?): use one of eager, "),
+        ("", ["--lora.target_modules", "[nosuch_module]"], "lora.target_modules 'nosuch_module' matches no module of "),
+        ("", ["--lora.target_modules", "q_proj"], "lora.target_modules 'q_proj' matches no module of "),
     ],
 )
 def test_dry_run_catches_values_that_used_to_crash_mid_run(grpo, no_model, tmp_path, text, cli, expected):
     err = fails(grpo, "--dry-run", *cli, text=text, tmp_path=tmp_path)
     assert expected in err
     assert "Traceback" not in err
+
+
+def test_target_modules_are_checked_on_the_model_built_without_weights(grpo, no_model, tmp_path):
+    # the tiny Qwen2 (tests/conftest.py): its linear layers by hand
+    layers = "down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj"
+    err = fails(grpo, "--dry-run", "--lora.target_modules", "[nosuch, other]", tmp_path=tmp_path)
+    assert f"; its linear layers are {layers} (or give all-linear)." in err
+    err = fails(grpo, "--dry-run", "--lora.target_modules", "q_proj", tmp_path=tmp_path)
+    assert ("a text is a regular expression matched against whole names such as 'model.layers.0.self_attn.q_proj' "
+            "(a list, [q_proj, v_proj], matches names' ends)") in err
+    # one name of a list that matches nothing: peft trains the others silently; said, and the run goes on
+    code, out, err = grpo(TINY, "--dry-run", "--lora.target_modules", "[q_proj, nosuch]")
+    assert code == 0, err
+    assert ("note: lora.target_modules: 'nosuch' matches no module of " in out
+            and f"LoRA goes on the others only (its linear layers: {layers}).\n" in out)
+    for fine in ("[q_proj, v_proj]", ".*\\.(q|v)_proj", "all-linear"):
+        code, out, err = grpo(TINY, "--dry-run", "--lora.target_modules", fine)
+        assert code == 0 and "lora.target_modules" not in out + err, (fine, out, err)
+
+
+def test_target_modules_are_checked_right_after_loading_when_the_config_is_not_here(toy_plugin, tiny_model,
+                                                                                     monkeypatch, tmp_path):
+    # a hub model not downloaded yet: no config to build from before loading; the loaded model is checked
+    # before the trainer's set-up (peft's NoMatchingPeftModuleError traceback)
+    from grpo_core.base.errors import ConfigError
+    from grpo_core.config import models
+    from grpo_core.run.prepare import load_model, prepare
+
+    monkeypatch.setattr(models, "module_names", lambda *a, **k: None)
+    cfg = load_config(TINY, ["--model.id", str(tiny_model), "--output_dir", str(tmp_path / "out"),
+                             "--lora.target_modules", "[nosuch_module]"])
+    prepared = prepare(cfg, check=False, log=lambda line: None)
+    with pytest.raises(ConfigError, match="lora.target_modules 'nosuch_module' matches no module of .*; its linear "
+                                          "layers are down_proj, gate_proj"):
+        load_model(prepared, log=lambda line: None)
 
 
 @pytest.mark.parametrize(

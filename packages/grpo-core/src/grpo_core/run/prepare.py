@@ -100,7 +100,9 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
     split = eval_split or cfg.dataset.eval_split
     eval_ds = _held_out_split(cfg, split, few_shot) if split else None
     plans = plan(cfg, train_ds.column_names, device=device)
-    lora_config(cfg)  # peft's own value checks
+    lora = lora_config(cfg)  # peft's own value checks
+    for note in models.check_settings(cfg.model, lora, plans[0].args.trust_remote_code):  # (meta device: no weights)
+        log(f"note: {note}")
     if tools:
         check_tool_support(cfg, plans[0].args.trust_remote_code)
     if check:
@@ -329,6 +331,8 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
         revision=cfg.model.revision, trust_remote_code=a.trust_remote_code, device=p.device,
         extra={**_quantization(cfg.model.quantization), **(a.model_init_kwargs or {})},
         chat_template=cfg.model.chat_template, log=log)
+    if cfg.lora is not None:  # peft would say it inside the trainer's set-up, as a traceback
+        models.check_target_modules(lora_config(cfg), *models.modules_of(model), cfg.model.id)
     no_cudnn = cudnn_attention(cfg, p.device)
     from grpo_core.trainer.shared_prompt import usable  # (torch)
 
