@@ -67,6 +67,40 @@ def sampling_autocast(precision: Precision | None, device: str, static_cache: bo
     return precision.autocast if precision.load == precision.autocast else None
 
 
+# why each precision sampling.precision names but grpo does not sample in is refused
+REFUSED = {
+    ("int8", "cpu"): "torch's int8 weight-only product (_weight_int8pack_mm) took 5.8-19x float32's time on "
+                     "SmolLM2-135M's shapes, and dynamic int8 quantization sampled 1.0 nat per token away from "
+                     "float32 (docs/training.md)",
+    ("fp8", "cpu"): "no CPU kernel multiplies fp8 matrices faster than bfloat16",
+}
+
+
+def sampling_precision(setting: str, device: str, *, cpu_bf16: bool = True, vllm: bool = False) -> str | None:
+    """The dtype training samples in (``sampling.precision``), or None: as the model is.
+
+    ``auto`` is bfloat16 on a CPU with bfloat16 instructions (``cpu_bf16``: AVX-512 BF16
+    or AMX, where a bf16 product is 2-4x a float32 one), else as the model is (on CUDA a
+    LoRA base under bf16 already samples in bf16, adapters under autocast). int8 and fp8
+    are refused with the reason; so is any precision but auto with vLLM, which samples
+    in its own."""
+    setting = _ALIASES.get(str(setting).strip().lower(), str(setting).strip().lower())
+    if setting == "auto":
+        return "bfloat16" if device == "cpu" and cpu_bf16 and not vllm else None
+    if setting == "float32":
+        return None
+    if vllm:
+        raise ConfigError(f"sampling.precision: {setting} does not apply with use_vllm: true (vLLM samples in its "
+                          f"own precision: its quantization setting); remove sampling.precision or set it to auto.")
+    if setting == "bfloat16":
+        return "bfloat16"
+    if setting in ("int8", "fp8"):
+        why = REFUSED.get((setting, device), f"no {setting} sampling kernel has been measured on {device} yet")
+        raise ConfigError(f"sampling.precision: {setting} is not supported on {device}: {why}. Use bf16 (or "
+                          f"float32).")
+    raise ConfigError(f"sampling.precision {setting!r} is not one of auto, float32, bf16, int8, fp8.")
+
+
 def normalize_dtype(dtype: object) -> str:
     """``model.dtype`` as one of :data:`DTYPES`, or a ConfigError naming the choices."""
     text = "auto" if dtype is None else str(dtype).strip().lower().removeprefix("torch.")
@@ -91,4 +125,4 @@ def choose(device: str, *, dtype: object = "auto", bf16: bool = False, fp16: boo
     return Precision(load=autocast, trainable="float32", autocast=autocast)
 
 
-__all__ = ["Precision", "choose", "normalize_dtype", "sampling_autocast", "DTYPES"]
+__all__ = ["Precision", "choose", "normalize_dtype", "sampling_autocast", "sampling_precision", "DTYPES", "REFUSED"]

@@ -91,6 +91,8 @@ class HealthSection:
     zero_std_frac: float = setting(0.9, "frac_reward_zero_std at or above this: no learning signal.", maximum=1)
     min_reward_std: float = setting(1e-3, "reward_std at or below this: the rewards collapsed.")
     max_kl: float = setting(0.5, "KL to the reference model above this: a warning.")
+    max_sampler_kl: float = setting(0.02, "sampling.precision below the trainer's: the sampler's KL to the "
+                                    "trainer (sampling/kl, nat a token) above this: a warning.")
     flat_window: int = setting(10, "Logged steps over which the mean reward must move.", minimum=1)
     flat_delta: float = setting(0.02, "The mean reward's max - min over flat_window below this: flat.")
     on_nonfinite: str = setting("stop", "A non-finite loss, gradient norm or weight, or a blown-up update: stop "
@@ -138,6 +140,12 @@ class SamplingSection:
                               "groups needed at once and trains on the first with a spread.", minimum=1)
     metric: str = setting("total", "What \"flat\" is judged on: total (the weighted sum, TRL's advantage) or one "
                           "reward's logged name (math.correctness).")
+    precision: str = setting("auto", "The precision completions are sampled in, the trainer staying as it is: "
+                             "bf16 (a bfloat16 copy of the weights, LoRA merged into it before each generation; "
+                             "TRL's importance-sampling correction, vllm_importance_sampling_*, corrects the "
+                             "mismatch), float32 (as the model is), auto (bf16 on a CPU with bfloat16 "
+                             "instructions, else as the model is). int8 and fp8: refused, with the reason.",
+                             choices=("auto", "float32", "bf16", "int8", "fp8"))
 
 
 @dataclass

@@ -23,6 +23,7 @@ from grpo_core.run.prepare import (
     generation_threads,
     lora_config,
     merged_sampling,
+    sampling_precision_of,
 )
 from grpo_core.run.resume import settings_of
 from grpo_core.trainer.batch import LearningSettings
@@ -44,9 +45,12 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
     the config's, without it)."""
     cfg, device, h = prepared.cfg, prepared.device, prepared.cfg.health
     fast = fast_generation(cfg, _args(plan, rollouts_only), device)
+    args = _args(plan, rollouts_only)
+    sampled = None if rollouts_only else sampling_precision_of(cfg, args, device)
     sampling = Sampling(fast=fast, threads=generation_threads(cfg, device),
                         autocast=sampling_autocast(precision, device, static_cache=fast),
-                        merged=merged_sampling(cfg, device))
+                        merged=merged_sampling(cfg, device), precision=sampled,
+                        logprobs=sampled is not None and args.vllm_importance_sampling_correction)
     guard = GuardSettings(h.on_nonfinite, h.snapshot, h.max_skips, h.max_weight_jump)
     environment_rewards = trainer_kwargs(cfg.environment).get("environment_rewards", {})
     if rollouts_only:

@@ -108,9 +108,7 @@ class HeldoutCallback(TrainerCallback):
         sampler = getattr(self.trainer, "sampler", None)
         if sampler is None:
             return contextlib.nullcontext()
-        if self.trainer.accelerator.device.type == "cpu":
-            return sampler.weights("cpu")
-        return sampler.merge.merged() if sampler.merge is not None else contextlib.nullcontext()
+        return sampler.policy(self.trainer.accelerator.device.type)
 
     def _rolled_out(self, model) -> list:
         """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their

@@ -39,7 +39,7 @@ from grpo_core.checks.checks import check_plans
 from grpo_core.config import models
 from grpo_core.config.grpo_args import detect_device, training_args
 from grpo_core.config.load import apply_env
-from grpo_core.config.precision import choose
+from grpo_core.config.precision import choose, sampling_precision
 from grpo_core.config.schema import RunConfig, StageSection
 from grpo_core.data.datasets import build_prompts, check_columns, load_dataset, take_few_shot
 from grpo_core.rewards import environments
@@ -103,6 +103,8 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
     lora = lora_config(cfg)  # peft's own value checks
     for note in models.check_settings(cfg.model, lora, plans[0].args.trust_remote_code):  # (meta device: no weights)
         log(f"note: {note}")
+    for p in plans:
+        sampling_precision_of(cfg, p.args, device)
     if tools:
         check_tool_support(cfg, plans[0].args.trust_remote_code)
     if check:
@@ -288,6 +290,32 @@ def merged_sampling(cfg: RunConfig, device: str) -> bool | str:
     return setting is True or setting == "true"
 
 
+def cpu_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX-512 BF16 or AMX), where a
+    bf16 product is 2-4x a float32 one; False where it cannot tell."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except (OSError, IndexError):
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def sampling_precision_of(cfg: RunConfig, args, device: str) -> str | None:
+    """``sampling.precision`` resolved for ``device`` (the dtype sampled in, None: as the
+    model is); a ConfigError for a precision that device is not sampled in. Fast
+    generation's compiled decoder keeps the weights it captured, so it samples as the
+    model is."""
+    on_cpu_bf16 = device == "cpu" and cfg.sampling.precision == "auto" and cpu_bf16()
+    dtype = sampling_precision(cfg.sampling.precision, device, cpu_bf16=on_cpu_bf16, vllm=args.use_vllm)
+    if dtype and fast_generation(cfg, args, device):
+        if cfg.sampling.precision == "auto":
+            return None
+        raise ConfigError(f"sampling.precision: {cfg.sampling.precision} needs model.fast_generation: false "
+                          f"(compiled decoding keeps the weights it captured).")
+    return dtype
+
+
 def generation_threads(cfg: RunConfig, device: str) -> int | str | None:
     """Torch threads while sampling on a CPU (``model.generation_threads``): a number,
     "auto" (the cores other processes leave idle) or None (torch's own)."""
@@ -342,6 +370,8 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
         + (", fast generation (static cache, compiled decoding)" if fast_generation(cfg, a, p.device) else "")
         + (", attention without cuDNN's kernel (model.cudnn_attention)" if no_cudnn else "")
         + (", each group's prompt computed once in the training pass (model.shared_prompt)" if shared else "")
+        + (f", sampling in {sampled} (sampling.precision)" if (sampled := sampling_precision_of(cfg, a, p.device))
+           else "")
         + ".")
     return model, tokenizer, precision
 
@@ -357,4 +387,4 @@ def _quantization(quantization: dict | None) -> dict:
 
 
 __all__ = ["prepare", "check_versions", "TESTED", "Prepared", "StagePlan", "build_datasets", "plan", "check_or_stop", "check_tool_support",
-           "lora_config", "fast_generation", "merged_sampling", "sampling_settings", "load_model", "quiet"]
+           "lora_config", "fast_generation", "merged_sampling", "sampling_precision_of", "cpu_bf16", "sampling_settings", "load_model", "quiet"]

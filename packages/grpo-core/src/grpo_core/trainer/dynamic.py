@@ -56,7 +56,7 @@ STATE = "grpo_dynamic.json"
 # batch entries laid out per prompt (left-padded) and per completion (right-padded)
 PROMPT_KEYS = {"prompt_ids": "pad", "prompt_mask": 0}
 COMPLETION_KEYS = {"completion_ids": "pad", "completion_mask": 0, "tool_mask": 0, "old_per_token_logps": 0.0,
-                   "ref_per_token_logps": 0.0, "sampling_per_token_logps": 0.0}
+                   "ref_per_token_logps": 0.0, "sampling_per_token_logps": 0.0, "importance_sampling_ratio": 0.0}
 ROW_KEYS = ("advantages",)
 
 

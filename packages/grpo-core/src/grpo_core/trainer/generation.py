@@ -16,6 +16,7 @@ from grpo_core.base.errors import GrpoError
 from grpo_core.config import models
 from grpo_core.trainer.draws import cumulative_draws
 from grpo_core.trainer.merged_lora import MergedLora
+from grpo_core.trainer.sampling_copy import SamplingCopy, sampled_logprobs
 from grpo_core.trainer.threads import CoreMeter
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
@@ -195,6 +196,8 @@ class Sampling:
     threads: int | str | None = None  # torch threads while sampling on a CPU; None: torch's own; "auto": idle cores
     autocast: str | None = None  # sample under autocast to this dtype (config.precision.sampling_autocast)
     merged: bool | str = False  # LoRA adapters merged into a copy of the weights while sampling (.merged_lora)
+    precision: str | None = None  # sample from a copy of every weight in this dtype (.sampling_copy); None: as is
+    logprobs: bool = False  # with ``precision``: return each sampled token's log-probability (TRL's correction)
 
 
 class FastSampling:
@@ -220,8 +223,12 @@ class FastSampling:
         if self.fast and merged is True:
             log("warning: model.merged_sampling: true is not used with fast generation (compiled decoding keeps the "
                 "weights it captured); set model.fast_generation: false to sample from merged weights.")
-        self.merge = None if vllm or model is None or self.fast else MergedLora.of(
-            model, merged, log, dtype=settings.autocast)
+        self.merge = self.copy = None
+        if settings.precision and not (vllm or model is None or self.fast):
+            self.copy = SamplingCopy(model, settings.precision, MergedLora.of(model, merged, log,
+                                                                              dtype=settings.precision))
+        elif not (vllm or model is None or self.fast):
+            self.merge = MergedLora.of(model, merged, log, dtype=settings.autocast)
         self.model = model
         self.meter = CoreMeter() if settings.threads == "auto" else None
         self.told = False  # auto's first generation on fewer threads than torch's, said once
@@ -231,20 +238,30 @@ class FastSampling:
             if self.fast:
                 enable_fast_generation(generation_config)
 
+    @property
+    def corrects(self) -> bool:
+        """Whether sampling returns the sampled tokens' log-probabilities for TRL's correction."""
+        return self.copy is not None and self.settings.logprobs
+
     def sample(self, generate, prompt_ids, device: str):
-        """``generate()`` (TRL's sampling of ``prompt_ids``) on ``device`` ("cuda", "cpu", ...)."""
+        """``generate()`` (TRL's sampling of ``prompt_ids`` on ``device``, "cuda", "cpu", ...:
+        the completions' token ids and their log-probabilities or None), with each sampled
+        token's log-probability filled in where :attr:`corrects`."""
         if self.fast:
             self.size_cache(prompt_ids)
-        with self.context(device):
+        with self.context(device), sampled_logprobs() if self.corrects else contextlib.nullcontext() as drawn:
             try:
-                return generate()
+                completion_ids, logprobs = generate()
             except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
                 if not self.fast:
                     raise
                 self.log(fast_failed_message(exc))
                 self.fast = False
                 disable_fast_generation(self.config)
-                return generate()
+                completion_ids, logprobs = generate()
+        if drawn is not None and logprobs is None:
+            logprobs = drawn.rows([len(ids) for ids in completion_ids])
+        return completion_ids, logprobs
 
     def size_cache(self, prompt_ids) -> None:
         """One cache size for many steps: prompt lengths rounded up to a bucket, so
@@ -269,6 +286,9 @@ class FastSampling:
         import torch
 
         stack = contextlib.ExitStack()
+        if self.copy is not None:  # every weight in the sampling dtype: no autocast
+            stack.enter_context(self.copy.swapped())
+            return stack
         if device in ("cuda", "cpu") and self.settings.autocast:
             stack.enter_context(torch.autocast(device, dtype=getattr(torch, self.settings.autocast)))
             if device == "cpu":
@@ -277,6 +297,15 @@ class FastSampling:
             stack.enter_context(self.merge.merged())
         return stack
 
+    def policy(self, device: str):
+        """The model as held-out evaluation reads it: the trained policy in the trainer's own
+        precision (never the lower-precision sampling copy, so every arm is graded alike); on
+        a CPU under the sampling autocast and from the merged copy, as it samples."""
+        if self.copy is not None:
+            return contextlib.nullcontext()
+        if device == "cpu":
+            return self.weights("cpu")
+        return self.merge.merged() if self.merge is not None else contextlib.nullcontext()
 
     def cpu_threads(self) -> int:
         """Torch threads for this generation on a CPU: the setting's number, or for

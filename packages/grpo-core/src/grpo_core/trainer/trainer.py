@@ -38,7 +38,7 @@ from grpo_core.trainer.shared_prompt import shared_prompt, usable
 
 # every private name of TRL's GRPOTrainer (and transformers' Trainer) used here:
 # methods overridden or called, attributes read or set
-PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_grad_norm", "_save_checkpoint",
+PRIVATE = ("_generate_single_turn", "_generate", "_generate_and_score_completions", "_get_grad_norm", "_save_checkpoint",
            "_get_output_dir", "_load_optimizer_and_scheduler", "_get_learning_rate", "_prepare_inputs",
            "_buffered_inputs", "_step", "_logs", "_metrics", "_environment_pool", "_tokenizer",
            "_get_per_token_logps_and_entropies", "_compute_loss", "_clip_grad_norm")
@@ -47,6 +47,20 @@ PRIVATE = ("_generate_single_turn", "_generate_and_score_completions", "_get_gra
 class GrpoTrainer(GRPOTrainer):
     """``GRPOTrainer`` plus ``features`` (their settings), ``report`` (called with each
     non-finite :class:`~grpo_core.trainer.nonfinite.Event`) and ``log`` (one line of text)."""
+
+    # TRL applies its importance-sampling correction (vllm_importance_sampling_correction, its
+    # mode and caps) where ``use_vllm`` is true: while one batch is scored after a sampler that
+    # returned its tokens' log-probabilities (sampling.precision), and while the loss of such a
+    # batch is computed, ``use_vllm`` reads true (:attr:`use_vllm`); never while generating.
+    _correcting = False
+
+    @property
+    def use_vllm(self) -> bool:
+        return self._vllm or self._correcting
+
+    @use_vllm.setter
+    def use_vllm(self, value: bool) -> None:
+        self._vllm = value
 
     def __init__(self, *args, features: Features = Features(), report: Callable[[Event], None] | None = None,
                  log: Callable[[str], None] = print, **kwargs):
@@ -85,12 +99,26 @@ class GrpoTrainer(GRPOTrainer):
         sample = partial(super()._generate_single_turn, prompt_ids, *args, **kwargs)
         return self.sampler.sample(sample, prompt_ids, self.accelerator.device.type)
 
+    def _generate(self, prompts):
+        out = super()._generate(prompts)
+        # the sampled tokens' log-probabilities came back (sampling_per_token_logps): TRL corrects
+        self._correcting = not self._vllm and self.sampler.corrects and out[4] is not None \
+            and self.args.vllm_importance_sampling_correction
+        return out
+
     def _generate_and_score_completions(self, inputs):
         if self.model.training:
             return self.chain.batch(inputs)  # sample, score, merge, advantages, log (.batch)
         return self.score_round(inputs)
 
     def _compute_loss(self, model, inputs):
+        self._correcting = "importance_sampling_ratio" in inputs and not self._vllm
+        try:
+            return self._method_loss(model, inputs)
+        finally:
+            self._correcting = False
+
+    def _method_loss(self, model, inputs):
         if not (self.chain.shapes_tokens and self.model.training):
             return super()._compute_loss(model, inputs)
         # a copy: TRL's buffer keeps the per-row advantages (num_iterations > 1 reuses them)
@@ -169,12 +197,25 @@ class GrpoTrainer(GRPOTrainer):
             out = super()._generate_and_score_completions(inputs)
         finally:
             self.beta = beta
+            self._correcting = False
         if training:
             self.generations += 1
             self.chain.count(out)
+            self._sampler_kl(out)
             if self.rollout_log is not None:
                 self.rollout_log.collect(self, inputs, out, round_)
         return out
+
+    def _sampler_kl(self, out: dict) -> None:
+        """``sampling/kl``: the mean over sampled tokens of log p_sampler - log p_trainer, an
+        estimate of KL(sampler || trainer) per token from the sampler's own draws."""
+        sampled, trained = out.get("sampling_per_token_logps"), out.get("old_per_token_logps")
+        if sampled is None or trained is None or self._vllm:
+            return
+        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+        diff = torch.nan_to_num((sampled - trained) * mask, nan=0.0)
+        totals = self.accelerator.gather(torch.stack([diff.sum(), mask.sum().to(diff.dtype)]).view(1, 2)).sum(0)
+        self.record_metric("sampling/kl", (totals[0] / totals[1].clamp(min=1)).item())
 
     @torch.no_grad()
     def reference_logps(self, batch: dict) -> torch.Tensor | None:

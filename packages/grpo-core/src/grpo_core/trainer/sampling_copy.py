@@ -1,0 +1,132 @@
+"""Sampling in a lower precision than training (``sampling.precision``), and the sampled
+tokens' log-probabilities that TRL's importance-sampling correction needs.
+
+:class:`SamplingCopy` keeps every weight of the model in the sampling dtype: the frozen
+ones converted once, the adapted ones of a LoRA model merged into a buffer of that dtype
+before each generation (:class:`~grpo_core.trainer.merged_lora.MergedLora`), trainable
+ones (a full fine-tune, or adapters that cannot merge) converted before each generation.
+Inside :meth:`SamplingCopy.swapped` each parameter reads its copy, so the whole decoding
+runs in that dtype: the embedding's output, every product, the attention, the KV cache
+and the logits (transformers casts the last to float32 before sampling). Not float32
+activations under autocast: on a 2-core AVX-512 CPU a bfloat16 ``generate`` of
+SmolLM2-135M took 0.55-0.61 of float32's time where autocast over float32 weights gained
+little (issue 56). Outside, the model is exactly as it was: the optimizer's float32
+weights are never rounded.
+
+:func:`sampled_logprobs` records, while the model samples, the log-probability of each
+drawn token under the distribution it was drawn from (after temperature and the other
+logits processors), by wrapping ``torch.multinomial`` (transformers draws every sampled
+token with it). :func:`per_row` cuts those columns to each completion's length. TRL then
+compares them with the trainer's own log-probabilities of the same tokens
+(``sampling_per_token_logps`` against ``old_per_token_logps``) and corrects the loss with
+its own importance-sampling code (``vllm_importance_sampling_correction`` and its modes;
+:mod:`grpo_core.trainer.trainer` says how that switch, named for vLLM, is reached).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+# sampling.precision: the dtype each name samples in ("float32": as the model is)
+PRECISIONS = {"float32": None, "bf16": "bfloat16", "bfloat16": "bfloat16"}
+
+
+class SamplingCopy:
+    """``model``'s parameters in ``dtype`` while sampling; ``merge``: its LoRA adapters
+    merged into buffers of ``dtype`` (None: no LoRA, or adapters that cannot merge: then
+    they sample unmerged, converted)."""
+
+    def __init__(self, model, dtype: str, merge=None):
+        import torch
+
+        self.model, self.merge = model, merge
+        kind = getattr(torch, dtype)
+        # the merged layers' base weights (their merged buffers stand in) and adapters (disabled)
+        merged = {id(p) for layer in merge.layers for p in (layer.base_layer.weight, *layer.lora_A.parameters(),
+                                                             *layer.lora_B.parameters())} if merge else set()
+        self.frozen: list = []  # (parameter, copy): converted once
+        self.live: list = []  # (parameter, buffer): converted before each generation
+        for p in model.parameters():  # (tied weights come once)
+            if id(p) in merged or not p.is_floating_point() or p.dtype == kind:
+                continue
+            if p.requires_grad:
+                self.live.append((p, torch.empty_like(p, dtype=kind)))
+            else:
+                self.frozen.append((p, p.detach().to(kind)))
+
+    def copy_bytes(self) -> int:
+        """Bytes the copy holds beside the model (the merged buffers included)."""
+        own = sum(c.numel() * c.element_size() for _, c in self.frozen + self.live)
+        return own + (sum(b.numel() * b.element_size() for b in self.merge.buffers) if self.merge else 0)
+
+    @contextlib.contextmanager
+    def swapped(self) -> Iterator[None]:
+        """Inside, every parameter reads its copy in the sampling dtype; outside, its own."""
+        import torch
+
+        saved = []
+        try:
+            with torch.no_grad():
+                for p, buffer in self.live:
+                    buffer.copy_(p)
+                for p, copy in self.frozen + self.live:
+                    saved.append((p, p.data))
+                    p.data = copy
+            with self.merge.merged() if self.merge is not None else contextlib.nullcontext():
+                yield
+        finally:
+            for p, data in saved:
+                p.data = data
+
+
+class SampledLogprobs:
+    """The columns :func:`sampled_logprobs` records: one (rows,) tensor per draw."""
+
+    def __init__(self):
+        self.columns: list = []
+
+    def rows(self, lengths: list[int]) -> list[list[float]] | None:
+        """Each row's log-probabilities, cut to its completion's length; None where the
+        draws do not cover every completion (a generation that drew nothing: greedy)."""
+        return per_row(self.columns, lengths)
+
+
+@contextlib.contextmanager
+def sampled_logprobs() -> Iterator[SampledLogprobs]:
+    """Inside, each ``torch.multinomial(probs, 1)`` of a 2-D ``probs`` also records
+    ``log(probs[row, drawn] / sum(probs[row]))`` for every row: the drawn token's
+    log-probability under the distribution drawn from. Whatever ``torch.multinomial`` is
+    on entry (torch's own, or :func:`~grpo_core.trainer.draws.cumulative_draws`') draws."""
+    import torch
+
+    original, record = torch.multinomial, SampledLogprobs()
+
+    def multinomial(input, num_samples, *args, **kwargs):  # noqa: A002 - torch's name
+        picked = original(input, num_samples, *args, **kwargs)
+        if num_samples == 1 and isinstance(input, torch.Tensor) and input.dim() == 2 and picked.dim() == 2:
+            probs = input.float()
+            record.columns.append((probs.gather(1, picked) / probs.sum(-1, keepdim=True)).log().squeeze(1))
+        return picked
+
+    torch.multinomial = multinomial
+    try:
+        yield record
+    finally:
+        torch.multinomial = original
+
+
+def per_row(columns: list, lengths: list[int]) -> list[list[float]] | None:
+    """Row ``i``'s first ``lengths[i]`` recorded values; None where a row is longer than
+    the columns recorded or the rows are not the columns' rows."""
+    if not columns:
+        return None
+    import torch
+
+    table = torch.stack(columns, dim=1).tolist()  # rows x draws
+    if len(table) != len(lengths) or any(n > len(table[0]) for n in lengths):
+        return None
+    return [row[:n] for row, n in zip(table, lengths)]
+
+
+__all__ = ["PRECISIONS", "SamplingCopy", "SampledLogprobs", "sampled_logprobs", "per_row"]

@@ -1,0 +1,171 @@
+"""Sampling in a lower precision than training (``sampling.precision``): the bf16 copy is
+the model in bf16 (LoRA merged), the trainer's weights untouched, the sampled tokens'
+log-probabilities are the bf16 model's own, TRL's correction uses them, and float32
+samples exactly as before."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grpo_core.base.errors import ConfigError
+from grpo_core.config.precision import sampling_precision
+from grpo_core.run.prepare import cpu_bf16
+from grpo_core.trainer.generation import FastSampling, Sampling, load_policy
+from grpo_core.trainer.sampling_copy import per_row, sampled_logprobs
+
+
+def _lora(tiny_model):
+    from peft import LoraConfig, get_peft_model
+
+    model, tok = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    torch.manual_seed(0)
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
+    with torch.no_grad():  # a trained adapter: B is zero at initialisation, which would hide a missing merge
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    return model.eval(), tok
+
+
+def _sampler(model, precision: str | None, logprobs: bool = True, temperature: float = 0.7):
+    from transformers import GenerationConfig
+
+    config = GenerationConfig(do_sample=True, max_new_tokens=6, temperature=temperature, top_k=0, pad_token_id=0)
+    return FastSampling(Sampling(merged=True, precision=precision, logprobs=logprobs), config, 6, model=model)
+
+
+def _generate(model, sampler, ids):
+    """TRL's part: generate, keep each row's completion (here: every new token)."""
+    def generate():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=sampler.config)
+        return [row.tolist() for row in out[:, ids.shape[1]:]], None
+    return generate
+
+
+def test_inside_the_copy_the_model_is_the_merged_model_in_bf16_and_outside_it_is_untouched(tiny_model):
+    model, _ = _lora(tiny_model)
+    ids = torch.randint(3, 100, (3, 7))
+    before = {n: (p.data_ptr(), p.detach().clone()) for n, p in model.named_parameters()}
+    # the reference: the adapters merged in float32, then every weight rounded to bf16 (buffers,
+    # such as the rotary frequencies, stay float32 as transformers computes them)
+    import copy
+
+    reference = copy.deepcopy(model).merge_and_unload()
+    for p in reference.parameters():
+        p.data = p.data.to(torch.bfloat16)
+    with torch.no_grad():
+        expected = reference(ids).logits
+    sampler = _sampler(model, "bfloat16")
+    for _ in range(2):  # refilled each time
+        with torch.no_grad(), sampler.weights("cpu"):
+            # every weight the forward reads (the adapters are disabled: merged into the bf16 buffers)
+            assert {p.dtype for n, p in model.named_parameters() if "lora_" not in n} == {torch.bfloat16}
+            inside = model(ids).logits
+        assert inside.dtype == torch.bfloat16  # computed in bf16, not float32 activations under autocast
+        assert torch.equal(inside, expected)
+    for n, p in model.named_parameters():
+        assert p.data_ptr() == before[n][0] and torch.equal(p, before[n][1]), n
+
+
+def test_sampled_log_probabilities_are_the_bf16_models_own_on_the_tokens_it_drew(tiny_model):
+    model, _ = _lora(tiny_model)
+    sampler = _sampler(model, "bfloat16", temperature=0.7)
+    ids = torch.randint(3, 100, (4, 5))
+    torch.manual_seed(3)
+    completions, logprobs = sampler.sample(_generate(model, sampler, ids), ids, "cpu")
+    assert [len(r) for r in logprobs] == [len(c) for c in completions] == [6] * 4
+    tokens = torch.tensor(completions)
+    # the bf16 model's own distribution at each step, as it decoded them (the same seed: the
+    # same tokens), after temperature: transformers' processed scores
+    torch.manual_seed(3)
+    with torch.no_grad(), sampler.context("cpu"):
+        again = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=sampler.config,
+                               output_scores=True, return_dict_in_generate=True)
+    assert torch.equal(again.sequences[:, 5:], tokens)
+    own = torch.stack([s.log_softmax(-1) for s in again.scores], 1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    # the float32 trainer's log-probabilities of the same tokens: what the correction compares with
+    full = torch.cat([ids, tokens], dim=1)
+    with torch.no_grad():
+        f32 = (model(full).logits[:, ids.shape[1] - 1:-1] / 0.7).log_softmax(-1)
+    f32 = f32.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    got = torch.tensor(logprobs)
+    assert (own - f32).abs().max().item() > 1e-3  # bf16 changes them: the assertion below tells the two apart
+    assert torch.allclose(got, own, atol=1e-5)
+
+
+def test_float32_samples_exactly_as_before(tiny_model):
+    """precision None (``sampling.precision: float32``): the trainer's sampler of today, no
+    copy, no recording: the same tokens as the model's own merged sampling."""
+    model, _ = _lora(tiny_model)
+    ids = torch.randint(3, 100, (4, 5))
+    today = _sampler(model, None)
+    assert today.copy is None and not today.corrects
+    torch.manual_seed(5)
+    tokens, logprobs = today.sample(_generate(model, today, ids), ids, "cpu")
+    assert logprobs is None
+    from grpo_core.trainer.draws import cumulative_draws
+    from grpo_core.trainer.merged_lora import MergedLora
+
+    torch.manual_seed(5)
+    with torch.no_grad(), cumulative_draws(), MergedLora.of(model, True).merged():
+        plain = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=today.config)
+    assert tokens == plain[:, 5:].tolist()
+
+
+def test_the_recorder_cuts_each_row_to_its_completion_and_refuses_what_it_did_not_see():
+    columns = [torch.tensor([-0.1, -0.2]), torch.tensor([-1.0, -2.0]), torch.tensor([-3.0, -4.0])]
+    assert per_row(columns, [3, 1]) == [[pytest.approx(-0.1), -1.0, -3.0], [pytest.approx(-0.2)]]
+    assert per_row(columns, [4, 1]) is None  # longer than the draws recorded
+    assert per_row(columns, [1, 1, 1]) is None  # not the rows drawn
+    assert per_row([], [1]) is None  # greedy: nothing drawn
+
+
+def test_the_recorder_gives_the_drawn_tokens_log_probability():
+    probs = torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.0, 0.5]])
+    torch.manual_seed(0)
+    with sampled_logprobs() as drawn:
+        picked = torch.multinomial(probs, 1)
+    expected = [float(torch.log(probs[i, picked[i, 0]])) for i in range(2)]
+    assert drawn.rows([1, 1]) == [[pytest.approx(expected[0])], [pytest.approx(expected[1])]]
+    assert torch.multinomial is not None and drawn.columns and len(drawn.columns) == 1
+
+
+@pytest.mark.parametrize("setting, device, bf16, expected", [
+    ("auto", "cpu", True, "bfloat16"),   # a CPU with bf16 instructions
+    ("auto", "cpu", False, None),        # AVX2 only: float32, as today
+    ("auto", "cuda", True, None),        # CUDA: as the model is (a bf16 LoRA base samples in bf16 already)
+    ("float32", "cpu", True, None),
+    ("bf16", "cpu", False, "bfloat16"),  # asked for: given, even where slow
+    ("bf16", "cuda", True, "bfloat16"),
+])
+def test_which_precision_each_setting_samples_in(setting, device, bf16, expected):
+    assert sampling_precision(setting, device, cpu_bf16=bf16) == expected
+
+
+@pytest.mark.parametrize("setting, device, words", [
+    ("int8", "cpu", ["int8", "cpu", "_weight_int8pack_mm", "bf16"]),
+    ("fp8", "cpu", ["fp8", "cpu", "bf16"]),
+    ("int8", "cuda", ["int8", "cuda", "not", "measured"]),
+])
+def test_precisions_without_a_fast_kernel_are_refused_with_the_reason(setting, device, words):
+    with pytest.raises(ConfigError) as err:
+        sampling_precision(setting, device)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_vllm_samples_in_its_own_precision():
+    with pytest.raises(ConfigError, match="use_vllm"):
+        sampling_precision("bf16", "cuda", vllm=True)
+    assert sampling_precision("auto", "cpu", cpu_bf16=True, vllm=True) is None
+
+
+def test_cpu_bf16_reads_the_cpus_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor : 0\nflags : fpu avx2 avx512f avx512_bf16 avx512_vnni\n")
+    assert cpu_bf16(str(info))
+    info.write_text("processor : 0\nflags : fpu avx2 amx_bf16 amx_tile\n")
+    assert cpu_bf16(str(info))
+    info.write_text("processor : 0\nflags : fpu avx avx2\n")
+    assert not cpu_bf16(str(info))
+    assert not cpu_bf16(str(tmp_path / "none"))
