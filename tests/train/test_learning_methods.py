@@ -37,6 +37,18 @@ def test_verdicts_say_which_groups_are_all_right_or_all_wrong():
     assert s.verdicts().tolist() == [1, 1, -1, -1, 0, 0, 0, 0, 0, 0]
 
 
+def test_an_unscored_completion_is_neither_right_nor_wrong():
+    # groups of 2: wrong-unscored, unscored-unscored, unscored-right. An unscored one counted as wrong
+    # would make the first an all-wrong group (-1): sign and zvp would push a completion nobody judged
+    s = scored([0, math.nan, math.nan, math.nan, math.nan, 1])
+    assert s.verdicts().tolist() == [0, 0, 0, 0, 0, 0]
+    # on a reward's own scale (wrong is -1): unscored is still neither
+    s = scored([-1, math.nan, 2, math.nan], right=2.0, wrong=-1.0)
+    assert s.verdicts().tolist() == [0, 0, 0, 0]
+    out = method("sign").rows(scored([0, math.nan, 0, 0], [0.0, 0.0, 0.0, 0.0]))
+    assert out.rows.tolist() == pytest.approx([0.0, 0.0, -0.1, -0.1])  # only the all-wrong group moves
+
+
 def test_verdicts_read_the_rewards_own_scale():
     s = scored([2, 2, -1, -1, 2, -1], right=2.0, wrong=-1.0)
     assert s.verdicts().tolist() == [1, 1, -1, -1, 0, 0]
@@ -53,6 +65,16 @@ def test_sign_adds_plus_or_minus_scale_to_flat_groups_only():
     out = method("sign", scale=0.25).rows(scored([1, 0, 1, 1, 0, 0], [0.7, -0.7, 0.0, 0.0, 0.0, 0.0]))
     assert out.rows.tolist() == pytest.approx([0.7, -0.7, 0.25, 0.25, -0.25, -0.25])
     assert out.teaching().tolist() == [True] * 6
+
+
+def test_signs_default_scale_is_a_tenth():
+    # sign() with no parameters: scale 0.1 (docs/training.md, the method's signature): +0.1 to an
+    # all-right group, -0.1 to an all-wrong one, a group with a spread keeps TRL's
+    out = method("sign").rows(scored([1, 1, 0, 0, 1, 0], [0.0, 0.0, 0.0, 0.0, 0.7, -0.7]))
+    assert out.rows.tolist() == pytest.approx([0.1, 0.1, -0.1, -0.1, 0.7, -0.7])
+    from grpo_core.trainer.methods.sign import sign
+
+    assert sign().scale == 0.1
 
 
 def test_zvp_shapes_tokens_of_flat_groups_by_their_entropy():
