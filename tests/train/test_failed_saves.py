@@ -75,6 +75,7 @@ def test_a_checkpoint_cut_short_by_a_full_disk_is_not_called_saved(grpo, tmp_pat
     partial = run / "checkpoint-2.incomplete"
     assert (partial / "adapter_model.safetensors").is_file() and not (partial / "optimizer.pt").exists()
     assert not (run / "checkpoint-2").exists() and (run / "checkpoint-1" / "optimizer.pt").is_file()
+    assert not (run / "README.md").exists()  # TRL's generic card, written at each checkpoint before, is not
 
     monkeypatch.undo()  # the disk has room again
     code, out, err = grpo(*args, "--resume")
@@ -82,6 +83,7 @@ def test_a_checkpoint_cut_short_by_a_full_disk_is_not_called_saved(grpo, tmp_pat
     assert f"Resuming from {run / 'checkpoint-1'} (step 1)." in out
     assert [x.split()[1] for x in out.splitlines() if x.startswith("step ")] == ["2/3", "3/3"]
     assert steps_of(run) == [1, 2, 3] and (run / "adapter" / "adapter_model.safetensors").is_file()
+    assert "for 3 steps on the `toy` dataset" in (run / "README.md").read_text()  # grpo's card, once finished
 
 
 def test_a_failed_rerun_leaves_the_finished_run_where_it_was(grpo, tmp_path, capsys, monkeypatch, full_disk,

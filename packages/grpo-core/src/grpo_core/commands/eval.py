@@ -15,7 +15,7 @@ from grpo_core.config import models
 from grpo_core.config.grpo_args import default_output_dir
 from grpo_core.config.load import load_config
 from grpo_core.rewards.scoring import RewardStats, score_batch
-from grpo_core.run import outputs, rollouts
+from grpo_core.run import model_card, outputs, rollouts
 from grpo_core.run.prepare import prepare, sampling_settings
 from grpo_core.trainer import generation
 from grpo_core.trainer.generation import (
@@ -258,6 +258,9 @@ def _report(args, split: str, rows: list, sampled: bool, base_model: str, result
     out = args.output or args.checkpoint / "eval.json"
     out.write_text(json.dumps(report, indent=2))
     print(f"report written to {out} (with what each model wrote for every prompt: 'completions')")
+    card = model_card.record_eval(args.checkpoint, report)  # the run's final weights: their figures in its card
+    if card is not None:
+        print(f"and added to the run's model card, {card}")
 
 
 def _fmt(v, signed: bool = False) -> str:

@@ -10,7 +10,8 @@ under ``output_dir/<stage>/`` (a single-stage run checkpoints in ``output_dir``)
 Outputs in ``output_dir``: ``checkpoint-N/`` (TRL's schedule), ``adapter/``
 (LoRA) or ``model/`` (full fine-tune), ``merged/`` (``lora.merge: true``),
 ``config.yaml`` (resolved, re-runnable), ``metrics.jsonl``, ``health.jsonl``,
-``rewards.png``, ``progress.json`` (what ``--resume`` reads).
+``rewards.png``, ``progress.json`` (what ``--resume`` reads), ``README.md`` (the
+model card: :mod:`grpo_core.run.model_card`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from grpo_core.base.errors import GrpoError
 from grpo_core.checks import manifest
 from grpo_core.config.schema import RunConfig
-from grpo_core.run import failure, outputs
+from grpo_core.run import failure, model_card, outputs
 from grpo_core.run import resume as rules
 from grpo_core.run.builder import build_trainer, features_of
 from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
@@ -273,6 +274,7 @@ def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResu
     _begin(r, start)
     callbacks = _stage_callbacks(r, p)
     r.trainer = trainer = _make_trainer(r, p, model, tokenizer, callbacks, start.record)
+    trainer.create_model_card = lambda *args, **kwargs: None  # TRL's generic card: grpo writes its own (_finish)
     if r.cfg.multi_stage:
         rw = ", ".join(f"{f.__name__}:{w:g}" for f, w in zip(p.funcs, p.weights))
         r.log(f"Stage {i + 1}/{len(r.plans)} '{name}': {p.args.max_steps} steps, rewards {rw}.")
@@ -362,6 +364,8 @@ def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
     if final_to_save(cfg.multi_stage, trainer is not None, final):
         _save_final(model, tokenizer, final, trainer)
     result.final_dir = final
+    if r.main:
+        model_card.write(root, r.p, result.global_step, r.log)
     if trainer is not None and r.plans[-1].args.push_to_hub:
         trainer.push_to_hub()
     if cfg.merge and r.main:
