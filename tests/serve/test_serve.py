@@ -265,8 +265,28 @@ def test_a_body_declared_too_large_is_refused_before_it_is_read(serving):
         with socket.create_connection((u.hostname, u.port), timeout=10) as sock:
             sock.sendall(b"POST /score HTTP/1.1\r\nHost: grpo\r\nContent-Type: application/json\r\n"
                          b"Content-Length: 10000000\r\n\r\n{")
-            reply = sock.recv(65536)  # at once: the server does not wait for the 10 MB it was promised
+            reply = read_response(sock)  # within the 10 s timeout: the server does not wait for the promised 10 MB
     assert reply.startswith(b"HTTP/1.1 413") and b"10000000 bytes" in reply
+
+
+def read_response(sock) -> bytes:
+    """One HTTP response, whole: read until its Content-Length of body is in, or the server
+    closes (its head and body can come in separate reads: one recv() saw the head alone)."""
+    import re
+
+    data = b""
+    while True:
+        head, end, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$", head) if end else None
+        if length and len(body) >= int(length[1]):
+            return data
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:  # closed on the body it did not read: what came before stands
+            return data
+        if not chunk:
+            return data
+        data += chunk
 
 
 def test_a_chunked_body_past_the_limit_is_refused_as_it_streams(serving):
@@ -369,6 +389,23 @@ def test_what_scores_holds(serving, installed):
         ScoresScale.choose("normalized", ["a", "mine"], [1.0, 1.0], [(0.0, 1.0), None])
     with pytest.raises(GrpoError, match="one of the served rewards"):
         ScoresScale.choose("best", ["a"], [1.0], [(0.0, 1.0)])
+
+
+def test_scores_stay_inside_0_1_when_a_reward_pays_past_its_declared_range(serving, tmp_path, monkeypatch):
+    # OpenRLHF's dynamic filtering keeps prompts whose mean score lies in --algo.dynamic_filtering_range
+    # (0 1): a reward paying past the range it declares must not push a score out of [0, 1]
+    (tmp_path / "over.py").write_text(
+        "def over(completions, **kw):\n"
+        "    return [float(c.split()[-1]) for c in completions]\n"
+        "over.range = (0.0, 2.0)\n")
+    monkeypatch.chdir(tmp_path)
+    body = json.dumps({"query": [f"p{v}" for v in ("x 3.0", "x -1.0", "x 1.0", "x 2.0")],
+                       "prompts": ["p"] * 4}).encode()
+    with serving(rewards=["over.py:over"]) as url:  # auto: normalized, the total's range [0, 2] onto [0, 1]
+        status, got = post(url, "/get_reward", body)
+    assert status == 200, got
+    assert got["rewards"] == [3.0, -1.0, 1.0, 2.0]  # the total as it is
+    assert got["scores"] == [1.0, 0.0, 0.5, 1.0]  # 3 and -1 held at the ends; 1 -> 0.5, 2 -> 1
 
 
 def test_the_response_inside_a_query():
