@@ -149,6 +149,25 @@ def test_the_fingerprint_is_of_the_rows_content():
     assert fingerprint(shown) == fingerprint(Dataset.from_dict(swapped))
 
 
+def test_the_fingerprint_reads_every_row_past_the_first_batch():
+    # rows are hashed 1,024 at a time: a change past the first batch (row 1,300 of 1,500, and the
+    # last row) changes the fingerprint, as a change at row 0 does
+    from datasets import Dataset
+
+    from grpo_core.run.resume import fingerprint
+
+    def rows(changed: int | None = None) -> Dataset:
+        questions = [f"What is {i} + 1?" for i in range(1500)]
+        if changed is not None:
+            questions[changed] = "What is 40 + 2?"
+        return Dataset.from_dict({"question": questions, "answer": [str(i + 1) for i in range(1500)]})
+
+    base = fingerprint(rows())
+    assert fingerprint(rows()) == base  # the same rows: the same fingerprint
+    others = {fingerprint(rows(i)) for i in (0, 1023, 1024, 1300, 1499)}
+    assert base not in others and len(others) == 5
+
+
 # ------------------------------------------------------------------ which stage starts where
 
 C2, C4, C10 = Path("out/checkpoint-2"), Path("out/checkpoint-4"), Path("out/b/checkpoint-10")

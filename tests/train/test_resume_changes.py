@@ -199,6 +199,26 @@ def test_a_resume_on_other_data_is_refused_before_the_model_loads_and_config_yam
     assert code == 0 and stepped(out) == ["3/4", "4/4"], out + err
 
 
+def test_a_row_edited_past_the_first_1024_is_seen_on_resume(grpo, tmp_path, register_plugin, write):
+    # the fingerprint hashes the rows 1,024 at a time: an edit at row 1,050 of 1,100 is still another dataset
+    import grpo_datasets
+
+    register_plugin(grpo_datasets, name="grpo_datasets")
+    rows = [{"question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(1100)]
+    path = write.jsonl(tmp_path / "a.jsonl", rows)
+    args = (TINY, "--dataset.name", "files", "--dataset.params.path", path, "--save_strategy", "steps", "--no-check")
+    assert grpo(*args, "--max_steps", "1")[0] == 0
+    with pytest.MonkeyPatch.context() as patch:
+        no_model(patch)
+        write.jsonl(path, [*rows[:1050], {"question": "What is 40 + 2?", "answer": "42"}, *rows[1051:]])
+        code, out, err = grpo(*args, "--max_steps", "2", "--resume", "--dry-run")
+        assert code == 2, out + err
+        assert "dataset content: the rows' fingerprint is " in err and "with the same dataset settings and 1100 rows" in err
+        write.jsonl(path, rows)  # as it was: the resume goes ahead
+        code, out, err = grpo(*args, "--max_steps", "2", "--resume", "--dry-run")
+        assert code == 0 and "resuming from" in out, out + err
+
+
 def test_the_prompt_settings_are_compared_each_by_name(grpo, tmp_path):
     args = (TINY, "--save_strategy", "steps", "--no-check")
     assert grpo(*args, "--max_steps", "1")[0] == 0
