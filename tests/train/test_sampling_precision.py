@@ -5,6 +5,8 @@ samples exactly as before."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -169,3 +171,58 @@ def test_cpu_bf16_reads_the_cpus_flags(tmp_path):
     info.write_text("processor : 0\nflags : fpu avx avx2\n")
     assert not cpu_bf16(str(info))
     assert not cpu_bf16(str(tmp_path / "none"))
+
+
+class _Weights:
+    """A callback keeping the trainable weights after each step."""
+
+    def __init__(self):
+        from transformers import TrainerCallback
+
+        self.after: list[dict] = []
+        outer = self
+
+        class Keep(TrainerCallback):
+            def on_step_end(self, args, state, control, model=None, **kw):
+                outer.after.append({n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad})
+
+        self.callback = Keep()
+
+
+def _step(train, monkeypatch, tmp_path, name: str, shift: bool, *overrides):
+    """One step with bf16 sampling; ``shift``: the sampler's log-probabilities of row i
+    reported 0.3 * i nat higher than drawn (its importance ratio exp(-0.3 i) under
+    token_truncate with no cap in reach), so the correction weighs the rows unequally."""
+    from grpo_core.trainer import sampling_copy
+
+    real = sampling_copy.per_row
+
+    def shifted(columns, lengths):
+        rows = real(columns, lengths)
+        return rows if rows is None or not shift else [[x + 0.3 * i for x in r] for i, r in enumerate(rows)]
+
+    monkeypatch.setattr(sampling_copy, "per_row", shifted)
+    keep = _Weights()
+    train("--max_steps", "1", "--sampling.precision", "bf16", "--vllm_importance_sampling_mode", "token_truncate",
+          "--vllm_importance_sampling_clip_max", "1000", *overrides, callbacks=[keep.callback], out=tmp_path / name)
+    return keep.after[-1]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all(torch.equal(a[n], b[n]) for n in a)
+
+
+def test_trls_correction_weighs_the_loss_by_the_samplers_log_probabilities(train, monkeypatch, tmp_path):
+    plain = _step(train, monkeypatch, tmp_path, "plain", False)
+    shifted = _step(train, monkeypatch, tmp_path, "shifted", True)
+    assert not _same(plain, shifted)  # the sampler's log-probabilities reach the loss
+    steps = [json.loads(x) for x in (tmp_path / "plain" / "metrics.jsonl").read_text().splitlines()]
+    logged = next(s for s in steps if "sampling/kl" in s)
+    assert abs(logged["sampling/kl"]) < 0.05 and "sampling/importance_sampling_ratio/mean" in logged
+
+
+def test_without_the_correction_the_samplers_log_probabilities_change_nothing(train, monkeypatch, tmp_path):
+    off = ("--vllm_importance_sampling_correction", "false")
+    plain = _step(train, monkeypatch, tmp_path, "plain", False, *off)
+    shifted = _step(train, monkeypatch, tmp_path, "shifted", True, *off)
+    assert _same(plain, shifted)
