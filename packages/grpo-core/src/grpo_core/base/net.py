@@ -1,30 +1,15 @@
 """What a server command (``grpo view``, ``grpo serve``) takes and prints about its address:
-the ``--port`` value checked before anything starts, and the address a person can open as
-printed (an IPv6 host in brackets; a listen-on-everything host as the loopback address, with
-a note on how another machine reaches it)."""
+the ports there are (``--port``: ``number_arg(Range(*PORTS))``, checked before anything
+starts), and the address a person can open as printed (an IPv6 host in brackets; a
+listen-on-everything host as the loopback address, with a note on how another machine
+reaches it)."""
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import socket
 
-PORTS = (1, 65535)
-
-
-def port_number(text: str) -> int:
-    """``--port``'s argparse ``type``: a TCP port, 1 to 65535; anything else is argparse's
-    usage error (exit 2) naming the value, before a server is built."""
-    value = None
-    if isinstance(text, str) and len(text) <= 12:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            value = None
-    if value is None or not PORTS[0] <= value <= PORTS[1]:
-        raise argparse.ArgumentTypeError(f"{str(text)[:40]!r} is not a port: give a whole number from {PORTS[0]} "
-                                         f"to {PORTS[1]} (e.g. 8006)")
-    return value
+PORTS = (1, 65535)  # a TCP port (0 would be "any free one": the address printed would be wrong)
 
 
 def _ip(host: str):
@@ -52,4 +37,4 @@ def open_url(host: str, port: int) -> tuple[str, str | None]:
     return f"http://{host}:{port}/", None
 
 
-__all__ = ["port_number", "open_url", "PORTS"]
+__all__ = ["open_url", "PORTS"]

@@ -7,8 +7,9 @@ import sys
 import threading
 from pathlib import Path
 
-from grpo_core.base.net import open_url, port_number
-from grpo_core.commands import SUMMARIES
+from grpo_core.base.net import PORTS, open_url
+from grpo_core.commands import SUMMARIES, number_arg
+from grpo_core.config.values import Range
 from grpo_core.serve.server import check_bind, serve, token_from
 from grpo_core.view.app import View, build_app
 from grpo_core.view.runs import runs_of
@@ -26,7 +27,7 @@ def add_parser(sub) -> None:
                     "serve).")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="a run's output_dir (several: compare them)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=port_number, default=8006, help="port, 1 to 65535 (default 8006)")
+    p.add_argument("--port", type=number_arg(Range(*PORTS)), default=8006, help="port, 1 to 65535 (default 8006)")
     p.add_argument("--token", default=None,
                    help="needed off loopback: open the page once with ?token=TOKEN, or send 'Authorization: Bearer "
                         "TOKEN' (or set $GRPO_SERVE_TOKEN)")

@@ -266,9 +266,9 @@ class Run:
                     "the run has logged no step yet (it may still be loading the model, or it stopped before "
                     "its first step)")
             problems.append(f"{p.name}/{METRICS} is missing: {what}")
-        metrics = self._metrics.get()
-        if metrics.problem:
-            problems.append(f"{p.name}/{metrics.problem}")
+        for lines in (self._metrics.get(), self._health.get()):
+            if lines.problem:
+                problems.append(f"{p.name}/{lines.problem}")
         if (p / METRICS).is_file() and not self.log.folder.is_dir():
             problems.append(f"{p.name}/{rollout_log.FOLDER}/ is missing: no rollout log (log.rollouts: none, or no "
                             f"step scored yet); curves only.")
