@@ -153,6 +153,61 @@ def test_two_processes_take_the_same_dynamic_sampling_decision(tiny_model, tmp_p
         assert len(trained) == 2 * 4 and {g // oversample for _, g in trained} == {0, 1}
 
 
+SPY = """
+import json
+import os
+
+import torch
+from grpo_core import hookimpl
+from grpo_core.trainer.methods.base import Advantages
+
+
+class Spy:
+    # grpo's advantages, with each gathered row's index carried to the loss, where each process writes
+    # the indices of the rows it trains on
+    def rows(self, scored):
+        n = len(scored.advantages)
+        return Advantages(scored.advantages, extra={"row": torch.arange(n, dtype=torch.float32)})
+
+    def tokens(self, rows, extra, entropies, mask):
+        with open(os.path.join(os.environ["GRPO_TEST_MARKS"], f"rows{os.environ.get('RANK', '0')}.log"), "a") as fh:
+            fh.write(json.dumps(sorted(int(i) for i in extra["row"].tolist())) + "\\n")
+        return rows.to(entropies.device).unsqueeze(1).expand_as(entropies)
+
+
+@hookimpl
+def register_advantages(register):
+    register("marks.spy", lambda: Spy())
+"""
+
+
+def test_each_process_trains_on_its_own_rows_of_the_gathered_batch(tiny_model, tmp_path):
+    """The learning method sees every process's rows (gathered, process 0's first) and each
+    process keeps its own: process 1 trains rows 4-7 of each step's 8, not process 0's 0-3
+    (the run above cannot tell: both processes score, step and write alike either way)."""
+    site, marks, out = tmp_path / "site", tmp_path / "marks", tmp_path / "out"
+    marks.mkdir()
+    make_dist(site, "grpo-marks", {"marks": "grpo_marks"}, {"grpo_marks": SPY + TOY})
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "model": {"id": str(tiny_model), "dtype": "float32"}, "lora": {"r": 4, "lora_alpha": 8},
+        "dataset": {"name": "toy2"}, "rewards": ["length.ideal(target=20, unit='chars')"],
+        "learning": {"method": "marks.spy"},
+        "max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
+        "gradient_checkpointing": False, "save_strategy": "no", "report_to": [], "seed": 0, "output_dir": str(out),
+    }))
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               GRPO_PLUGINS="grpo-marks,grpo-rewards-format", GRPO_TEST_MARKS=str(marks), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+         str(ROOT / "examples" / "accelerate" / "cpu-2proc.yaml"), "-m", "grpo_core", "train", str(cfg), "--no-check"],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-12000:]
+    for rank in (0, 1):  # one loss pass a step (num_iterations 1, one micro-batch of 4)
+        seen = [json.loads(line) for line in (marks / f"rows{rank}.log").read_text().splitlines()]
+        assert seen == [[4 * rank, 4 * rank + 1, 4 * rank + 2, 4 * rank + 3]] * 2, (rank, seen)
+
+
 @pytest.mark.parametrize("multi_stage, trained, on_disk, saves", [
     (False, True, False, False),  # a trained single stage saved already; a process that cannot see it yet still skips
     (False, True, True, False),

@@ -170,6 +170,39 @@ def test_under_zvp_every_token_of_a_flat_group_teaches():
     assert out[EXTRA + "verdict"].tolist() == [-1, -1, 0, 0, 1, 1]
 
 
+class _SecondOfTwo:
+    """Process 1 of 2: ``gather`` puts process 0's rows (``first``) before this one's, as
+    accelerate does."""
+
+    num_processes, process_index = 2, 1
+
+    def __init__(self, first):
+        self.first = first
+
+    def gather(self, t):
+        return torch.cat([self.first.to(t.dtype), t])
+
+
+@pytest.mark.parametrize("name, everyone, mine, extra", [
+    # process 0: two all-right groups; process 1 (this one): an all-wrong group and a spread
+    ("sign", [0.1, 0.1, 0.1, 0.1, -0.1, -0.1, 0.7, -0.7], [-0.1, -0.1, 0.7, -0.7], None),
+    ("zvp", [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.7, -0.7], [0.0, 0.0, 0.7, -0.7], ("verdict", [-1, -1, 0, 0])),
+])
+def test_each_process_keeps_its_own_slice_of_every_processs_advantages(name, everyone, mine, extra):
+    # the method sees every process's rows; process 1 trains on rows 4-7 (on process 0's, with slice 0,
+    # it would push its wrong answers up by +0.1): the two-process run cannot tell, its processes agree
+    t = _Trainer([1, 1, 1, 1, 0, 0, 1, 0], [0.0, 0.0, 0.7, -0.7])
+    t.accelerator = _SecondOfTwo(torch.zeros(4))
+    out = {"advantages": torch.tensor([0.0, 0.0, 0.7, -0.7])}
+    result = Chain(t, LearningSettings(name, {}, "c", 1.0, 0.0)).advantages(out)
+    assert result.rows.tolist() == pytest.approx(everyone)
+    assert out["advantages"].tolist() == pytest.approx(mine)
+    assert out[EXTRA + "teaching"].tolist() == [True, True, True, True]  # (process 0's: all four too)
+    if extra is not None:
+        key, values = extra
+        assert result.extra[key].tolist() == [1, 1, 1, 1, -1, -1, 0, 0] and out[EXTRA + key].tolist() == values
+
+
 def test_the_run_totals_and_the_sentence():
     tokens = Tokens()
     tokens.batch_generated = 14
