@@ -294,3 +294,71 @@ def test_a_check_lost_with_its_worker_is_rerun_once_then_counted(monkeypatch):
                       log_metric=lambda k, v: metrics.setdefault(k, v))
     assert len(calls) == 2 and len(calls[1]) == 1 and "777" in calls[1][0][1]  # rerun once, alone
     assert out == [1.0, 0.0] and metrics["math.correctness/lost"] == 1.0
+
+
+def _kill_checkers_during(batch, kills: int, every: float, workers: int = 2, hang_after: float = 30.0):
+    """Run ``batch()`` in a thread; SIGKILL one of the pool's checkers every ``every``
+    seconds, ``kills`` times, each while the batch is still running. Returns (its result,
+    seconds taken); fails (instead of blocking the suite) when the batch does not end
+    within ``hang_after`` seconds."""
+    import random
+    import signal
+
+    box = {}
+    start = time.monotonic()
+    thread = threading.Thread(target=lambda: box.setdefault("out", batch()), daemon=True)
+    thread.start()
+    rng = random.Random(0)
+    for _ in range(kills):
+        time.sleep(every)
+        pids = pool.get_pool(workers).pids()
+        assert "out" not in box and pids, "the batch ended before the kill: make it longer"
+        os.kill(rng.choice(pids), signal.SIGKILL)
+    thread.join(hang_after)
+    assert not thread.is_alive(), f"the batch hung after a checker was killed ({hang_after:g} s)"
+    return box["out"], time.monotonic() - start
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL of a checker process")
+def test_a_checker_killed_mid_batch_costs_its_one_task_never_the_batch():
+    # issue 55: with pebble's shared task channel, a checker killed while it held the channel's
+    # lock left the other checkers waiting on it for ever (2 hangs in 10). Cheap tasks, so that
+    # most of the time goes in handing tasks over, where that lock was held. Three kills.
+    pool.run(divmod, [(1, 1)] * 4, 5, 2)  # the pool started: the kills hit a batch's workers
+    args = [(k, 7) for k in range(6000)]
+    outcomes, took = _kill_checkers_during(lambda: pool.run(divmod, args, 5, 2), kills=3, every=0.3)
+    lost = [i for i, o in enumerate(outcomes) if o.status != "ok"]
+    assert all(o.value == divmod(k, 7) for k, o in enumerate(outcomes) if o.status == "ok")  # none answered wrong
+    assert len(lost) <= 3 and all(outcomes[i] == pool.Outcome("error", "WorkerDied") for i in lost)
+    assert took < 30
+    assert pool.run(divmod, [(9, 4)], 5, 2) == [pool.Outcome("ok", (2, 1))]  # replaced: the pool still answers
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL of a checker process")
+def test_math_verdicts_stay_right_when_a_checker_is_killed():
+    # what the rewards see: the check lost with the killed worker is run again, so every
+    # pair gets its true verdict (even pairs equal, odd ones not), none scored wrong
+    from grpo_rewards_math import rewards
+
+    base = 20_000 + 1000 * (os.getpid() % 50)
+    keys = [(str(k), str(k + k % 2)) for k in range(base, base + 300)]
+    rewards._check([("1", "1")] * 4, 5.0, 2)
+    outcomes, _ = _kill_checkers_during(lambda: rewards._check(keys, 5.0, 2), kills=1, every=0.3)
+    assert [o.value for o in outcomes] == [(True, k % 2 == 0) for k in range(base, base + 300)]
+
+
+def test_workers_that_die_as_they_start_fail_the_queue_instead_of_restarting_for_ever():
+    from grpo_rewards_math._procs import START_FAILURES, CheckerPool, WorkerDied
+
+    checkers = CheckerPool(1, pool._context(), sys.exit)  # each worker exits before it is ready
+    try:
+        future = checkers.schedule(divmod, (7, 2), timeout=5)
+        error = future.exception(timeout=30)
+        assert isinstance(error, WorkerDied) and "exit as they start" in str(error)
+        assert START_FAILURES == 3
+    finally:
+        checkers.stop()
+        checkers.join(10)
+    assert not checkers.active
+    with pytest.raises(RuntimeError, match="stopped"):
+        checkers.schedule(divmod, (7, 2))

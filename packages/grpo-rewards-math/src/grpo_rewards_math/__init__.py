@@ -2,7 +2,7 @@
 
 ``math.correctness``, ``math.numeric``, ``math.exact``, ``math.cosine`` and
 ``math.kimi_length``, each registered with its value range.
-Importing this module is cheap (no sympy, math-verify or pebble): they load in
+Importing this module is cheap (no sympy or math-verify): they load in
 the checker processes on the first call that needs them.
 """
 

@@ -57,6 +57,34 @@ def init() -> None:
         pass  # the first task raises the ImportError, which reaches the caller
 
 
+def serve(conn) -> None:
+    """A checker process's main loop (``_procs.CheckerPool``): ``init``, say ready, then
+    one task at a time over this worker's own pipe, each answered ``("ok", value)`` or
+    ``("raise", exception)``. Ends when the pool closes the pipe."""
+    import pickle
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the trainer answers it
+    init()
+    conn.send(("ready", None))
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        try:
+            func, args = pickle.loads(data)
+            reply = ("ok", func(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, as the task's outcome
+            reply = ("raise", exc)
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # a value or exception that does not pickle
+            conn.send(("raise", RuntimeError(f"the checker's {reply[0]} answer could not be sent back: {exc}")))
+
+
 def check(gold: str, candidate: str | None) -> tuple[bool, bool]:
     """(gold parsed, candidate equivalent to gold). Strings come normalized by
     ``extract.to_math``; a candidate of None only checks the gold."""

@@ -2,8 +2,10 @@
 
 math-verify's timeouts use ``signal.alarm``: they fail outside the main thread
 (TRL may call rewards from one) and break silently with float limits. Here each
-item is a task in a pebble ``ProcessPool``; a task that runs past its limit has
-its worker killed and replaced, and the batch goes on.
+item is a task for a pool of worker processes (``_procs.CheckerPool``: each
+worker has a pipe of its own, so a worker that dies, killed or crashed, costs its
+one task and never stalls the others); a task that runs past its limit has its
+worker killed and replaced, and the batch goes on.
 
 - Context: forkserver (spawn where there is none), never fork: a training
   process holds torch threads. The forkserver preloads math-verify/sympy, so a
@@ -146,19 +148,18 @@ def get_pool(workers: int, spare: int = 0):
         pool = _pools.get(key)
         if pool is not None and getattr(pool, "active", False):
             return pool
-        from pebble import ProcessPool
-
         from . import _worker
+        from ._procs import CheckerPool
 
         if not _atexit_registered:
-            # After multiprocessing.util and pebble registered theirs, so this runs
-            # first: multiprocessing's own exit hook would wait for live workers.
+            # After multiprocessing.util registered its own, so this runs first:
+            # multiprocessing's exit hook would wait for live workers.
             atexit.register(shutdown)
             _atexit_registered = True
         context = _context()
         if isinstance(context, _mpc.ForkServerContext):
             _keeper().run(_forkserver_running)
-        pool = ProcessPool(max_workers=workers, initializer=_worker.init, context=context)
+        pool = CheckerPool(workers, context, _worker.serve)
         _pools[key] = pool
         return pool
 
@@ -283,7 +284,7 @@ class _Batch:
         self.futures = [self._schedule(a) for a in arg_tuples]
         self.owner = [0] * len(arg_tuples)
         self.started: dict[int, float] = {}
-        # belt and braces: pebble enforces the per-task limit; this bounds the whole
+        # belt and braces: the pool enforces the per-task limit; this bounds the whole
         # batch even if a pool itself stalls (e.g. workers that cannot start)
         self.deadline = time.monotonic() + (math.ceil(len(arg_tuples) / workers) + 1) * (timeout + 2.0) + 30.0
         self.stalled = False
@@ -300,11 +301,15 @@ class _Batch:
             return self.pool.schedule(self.func, args=args, timeout=self.timeout)
 
     def wait(self) -> None:
-        from concurrent.futures import FIRST_COMPLETED
-        from concurrent.futures import wait as wait_any
+        """Until every future is done or the batch's deadline passes. Looks at the batch
+        every 50 ms, not at every answer: a look is O(batch), and the pool's dispatcher
+        thread needs the GIL to hand out the next task."""
+        from concurrent.futures import ALL_COMPLETED
+        from concurrent.futures import wait as wait_all
 
+        open_ = list(range(len(self.futures)))
         while True:
-            open_ = [i for i, f in enumerate(self.futures) if not f.done()]
+            open_ = [i for i in open_ if not self.futures[i].done()]
             now = time.monotonic()
             if not open_:
                 return
@@ -315,7 +320,7 @@ class _Batch:
                 if i not in self.started and self.futures[i].running():
                     self.started[i] = now
             self._move_if_blocked(open_, now)
-            wait_any([self.futures[i] for i in open_], timeout=0.05, return_when=FIRST_COMPLETED)
+            wait_all([self.futures[i] for i in open_], timeout=0.05, return_when=ALL_COMPLETED)
 
     def _move_if_blocked(self, open_: list[int], now: float) -> None:
         waiting = [i for i in open_ if i not in self.started and self.owner[i] == self.spare]
@@ -346,7 +351,7 @@ class _Batch:
                     f"the math checker processes cannot import {exc.name or 'a module'} ({exc}); "
                     f"reinstall grpo-rewards-math with its dependencies (math-verify[antlr4_13_2], sympy)."
                 ) from exc
-            except Exception as exc:  # ProcessExpired, MemoryError, CancelledError ...
+            except Exception as exc:  # WorkerDied, MemoryError, CancelledError ...
                 out.append(Outcome("error", type(exc).__name__))
         # spare pools only served this batch's stuck checks; the first stays for the next
         for spare, pool in enumerate(self.pools):

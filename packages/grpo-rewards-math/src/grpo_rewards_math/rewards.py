@@ -1,8 +1,8 @@
 """The math rewards: TRL reward functions ``f(completions, answer, **kwargs)``.
 
 Module-level functions (picklable). Nothing heavy at import: the extraction
-module (many compiled regexes) loads on the first call, sympy, math-verify and
-pebble only in the checker pool.
+module (many compiled regexes) loads on the first call, sympy and math-verify
+only in the checker pool.
 """
 
 from __future__ import annotations
