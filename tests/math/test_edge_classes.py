@@ -75,6 +75,21 @@ def test_a_retraction_withdraws_only_what_comes_before_it():
     assert ans(r"I made an error earlier. \boxed{16}") == ("16", "boxed")
 
 
+AFTER_THE_ANSWER = [  # an admission that follows the last answer withdraws nothing: it is about another value
+    (r"\boxed{16}. Note: 15 is incorrect.", "boxed"),
+    ("#### 16\nNote: 15 is incorrect.", "hash"),
+    ("Answer: 16\nA common slip gives 15, which is wrong.", "phrase"),
+]
+
+
+@pytest.mark.parametrize("text, source", AFTER_THE_ANSWER)
+def test_a_retraction_after_the_last_answer_withdraws_nothing(text, source):
+    # issue 55 item 9: with a retraction counted anywhere in the text, each of these read as
+    # no answer (the text after "is incorrect" holds none) and scored 0.0 against 16
+    assert ans(text) == ("16", source)
+    assert correctness([text, text], ["16", "15"], workers=2) == [1.0, 0.0]
+
+
 HEDGED = [  # no admission of an error between the boxes: two answers at once, never paid
     r"\boxed{15} or \boxed{16}",
     r"\boxed{15}. Wait: \boxed{16}",
