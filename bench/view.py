@@ -1,6 +1,6 @@
 """How fast `grpo view` answers on a long run: a generated run of 2,000 steps (its rollout log:
 8 groups of 8 completions a step, 128,000 completions; metrics.jsonl with rewards, held-out
-accuracy and the per-token figures; a health event), served on loopback as `grpo view` serves
+accuracy, the per-token figures and TRL's loss, KL, entropy, lengths, clip ratios; a health event), served on loopback as `grpo view` serves
 it, then timed over HTTP, as a browser asks:
 
 - the first page (the run: curves and the step list), from a server just started;
@@ -56,7 +56,15 @@ def make_run(root: Path, steps: int, groups: int = 8, size: int = 8, seed: int =
             record = {"step": step, "stage": "main", "stage_step": step, "reward": sum(r["total"] for r in recs) / len(recs),
                       "reward_std": 0.5, "rewards/math.correctness/mean": p, "rewards/format.xml_strict/mean": 0.5,
                       "frac_reward_zero_std": rnd.uniform(0, 0.4), "tokens/generated": float(sum(r["tokens"] for r in recs)),
-                      "tokens/teaching_share": rnd.uniform(0.5, 0.9), "time": 0}
+                      "tokens/teaching_share": rnd.uniform(0.5, 0.9), "time": 0,
+                      # TRL's figures, as a real run logs them (the page draws each)
+                      "loss": rnd.uniform(-0.1, 0.1), "grad_norm": rnd.uniform(0.1, 1), "learning_rate": 1e-5,
+                      "kl": 0.001 * step, "entropy": rnd.uniform(0.5, 1.5), "num_tokens": 4000.0 * step,
+                      "completions/mean_length": rnd.uniform(50, 200), "completions/min_length": 20.0,
+                      "completions/max_length": 256.0, "completions/clipped_ratio": rnd.uniform(0, 0.2),
+                      "clip_ratio/region_mean": 0.0, "clip_ratio/low_mean": 0.0, "clip_ratio/high_mean": 0.0,
+                      "rewards/math.correctness/std": 0.4, "rewards/format.xml_strict/std": 0.3,
+                      "rewards/math.correctness/seconds": 0.002, "step_time": rnd.uniform(5, 9), "epoch": step / steps}
             if step % 50 == 0:
                 record["eval/accuracy"] = p * 0.8
             metrics.write(json.dumps(record) + "\n")
