@@ -41,12 +41,12 @@ def compare(view, request):
         sides.append(_side(view.runs[index], step, problems))
     runs = list({s["run"].index: s["run"] for s in sides}.values())
     figure = (p.get("figure") or "").strip() or None
-    figures = view.figures_of(runs) if len(runs) > 1 else []
+    figures = view.figures_of(runs) if runs else []
     if figure and figure not in figures:
         problems.append(f"figure={figure[:80]!r} is not a figure these runs logged; they logged: "
                         f"{', '.join(figures) or 'none yet'}.")
         bad, figure = True, None
-    charts = view.charts_of(runs, figure) if len(runs) > 1 else []
+    charts = view.charts_of(runs, figure) if len(runs) > 1 or figure else []
     differ, same = [], 0
     if len(runs) > 1 and all(s["step"] is None for s in sides):
         configs = [r.config() for r in runs]
