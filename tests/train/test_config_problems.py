@@ -82,7 +82,8 @@ def test_each_unknown_section_option_and_bad_value_is_reported(toy_plugin):
         load_config(None, data=tiny(health={"windw": 3, "on_nonfinite": "ignore", "max_reward_errors": -0.1}))
     assert [str(p) for p in info.value.problems] == [
         "'health' has no option 'windw' (did you mean 'window'?); its options are: enabled, flat_delta, flat_window, "
-        "max_kl, max_reward_errors, max_reward_timeouts, max_skips, max_weight_jump, min_reward_std, on_divergence, "
+        "max_kl, max_reward_errors, max_reward_timeouts, max_sampler_kl, max_skips, max_weight_jump, min_reward_std, "
+        "on_divergence, "
         "on_nonfinite, on_reward_timeout, reward_time_limit, snapshot, window, zero_std_frac.",
         "health.on_nonfinite is 'ignore'; use one of stop, skip (default stop).",
         "health.max_reward_errors is -0.1; it must be a number in [0, 1] (default 0.2).",
