@@ -58,6 +58,10 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
         value = _finite(logs.get(key))
         if value is not None:
             parts.append(f"{label} {value:{fmt}}")
+    for name in reward_names(logs):  # a reward that pays for tokens (a judge) logs <name>/tokens: spent per call
+        tokens, sec = _finite(logs.get(f"{name}/tokens")), _finite(logs.get(f"rewards/{name}/seconds"))
+        if tokens is not None:
+            parts.append(f"{name} {tokens:,.0f} tokens" + (f" {sec:.1f}s" if sec is not None else ""))
     if elapsed is not None:
         parts.append(f"{elapsed:.1f}s")
         slow = [f"{name} {sec:.1f}s" for name in reward_names(logs)
