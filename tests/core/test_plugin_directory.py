@@ -4,6 +4,7 @@ suite; every entry is well formed; docs/plugins.md's table is written from it.""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -110,10 +111,24 @@ def test_a_listed_plugin_passes_the_reward_contract_suite(entry, register_plugin
     failed = {}
     for name in names:
         how = (entry.get("contract") or {}).get(name, {})
-        bad = [str(r) for r in check_reward(name, how.get("params"), how.get("columns")) if not r.ok]
+        with _server(how.get("server")) as served:  # e.g. a judge reward's test double judge
+            bad = [str(r) for r in check_reward(name, {**served, **(how.get("params") or {})}, how.get("columns"))
+                   if not r.ok]
         if bad:
             failed[name] = bad
     assert failed == {}
+
+
+@contextlib.contextmanager
+def _server(ref: str | None):
+    """A contract entry's ``server: module:function``: a context manager yielding the parameters
+    (a url) of a server the reward needs, up while its contract suite runs."""
+    if not ref:
+        yield {}
+        return
+    module, _, function = ref.partition(":")
+    with getattr(importlib.import_module(module), function)() as params:
+        yield params
 
 
 def test_the_page_is_written_from_the_list():
