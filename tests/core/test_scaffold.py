@@ -80,8 +80,11 @@ def test_the_package_has_the_entry_point_a_formula_and_contract_tests():
     pyproject = files["pyproject.toml"]
     assert '\nname = "grpo-my-rewards"\n' in pyproject
     assert '\n[project.entry-points.grpo]\nmy_rewards = "grpo_my_rewards"\n' in pyproject
-    assert '\ndependencies = ["grpo-core>=0.1"]\n' in pyproject
+    # the releases that provide plugin API 1.x: this one's minor on, below grpo-core 1 (worked out by hand
+    # from grpo-core 0.1.0; the API's major changes only with grpo-core's)
+    assert '\ndependencies = ["grpo-core>=0.1,<1"]\n' in pyproject
     module = files["src/grpo_my_rewards/__init__.py"]
+    assert '\nGRPO_PLUGIN_API = "1.0"\n' in module
     assert '"""Full marks up to max_words words, then less: min(1, max(0, 2 - words / max_words)).' in module
     assert 'register("my_rewards.concise", concise)' in module
     tests = files["tests/test_contract.py"]
@@ -208,7 +211,7 @@ def test_the_workflow_is_valid_yaml_that_installs_the_package_and_names_the_gate
     assert steps[0]["uses"].startswith("actions/checkout@") and steps[1]["uses"].startswith("actions/setup-python@")
     install = steps[2]["run"]
     assert "--index-url https://download.pytorch.org/whl/cpu" in install  # never a CUDA torch
-    assert "${{ vars.GRPO_CORE || 'grpo-core>=0.1' }}" in install and 'pip install -e ".[test]"' in install
+    assert "${{ vars.GRPO_CORE || 'grpo-core>=0.1,<1' }}" in install and 'pip install -e ".[test]"' in install
     assert _workflow_commands(files) == [
         "python -m pytest", "python -m mypy",
         "grpo rewards check my_rewards.concise --json reports/contract-my_rewards.concise.json",

@@ -29,6 +29,7 @@ from grpo_core.data.datasets import (
     load_dataset,
 )
 from grpo_core.hookspecs import hookimpl
+from grpo_core.plugin.api import PLUGIN_API, PluginDeprecationWarning
 from grpo_core.rewards.reward import (
     Reward,
     RewardSpec,
@@ -41,6 +42,8 @@ from grpo_core.rewards.reward import (
 __all__ = [
     "__version__",
     "hookimpl",
+    "PLUGIN_API",
+    "PluginDeprecationWarning",
     "list_rewards",
     "get_reward",
     "compose_rewards",

@@ -18,7 +18,7 @@ from pathlib import Path
 from string import Template
 
 from grpo_core.base.errors import GrpoError
-from grpo_core.base.version import __version__
+from grpo_core.plugin.api import PLUGIN_API, core_requirement
 from grpo_core.plugin.plugins import ENTRY_POINT_GROUP, _normalize
 from grpo_core.plugin.registry import KNOWN_DATASETS, KNOWN_NAMESPACES
 
@@ -63,7 +63,7 @@ def render(names: PluginNames) -> dict[str, str]:
     """Relative path -> text of every file of the package."""
 
     values = {"dist": names.distribution, "package": names.package, "ns": names.namespace,
-              "core": ".".join(__version__.split(".")[:2])}
+              "core": core_requirement(), "api": PLUGIN_API}
     return {path.replace("$package", names.package): Template(text).substitute(values)
             for path, text in TEMPLATES.items()}
 
@@ -108,7 +108,8 @@ version = "0.1.0"
 description = "grpo reward plugin: $ns.*"
 readme = "README.md"
 requires-python = ">=3.10"
-dependencies = ["grpo-core>=$core"]
+# grpo-core: the releases that provide the plugin API this package declares (GRPO_PLUGIN_API)
+dependencies = ["$core"]
 
 [project.optional-dependencies]
 test = ["pytest>=8", "mypy>=1.10"]
@@ -145,6 +146,10 @@ from collections.abc import Callable
 from typing import Any
 
 from grpo_core import hookimpl, text_reward
+
+# the grpo plugin API this module is written for: a grpo-core that provides another
+# refuses it by name instead of failing on use (grpo plugins shows it)
+GRPO_PLUGIN_API = "$api"
 
 
 @text_reward
@@ -253,6 +258,12 @@ keyword parameters without defaults (`answer`) are dataset columns the reward ne
 The other hooks (`register_datasets`, `register_system_prompts`, `register_probes`)
 are described in grpo's guide, `docs/writing-plugins.md`.
 
+`GRPO_PLUGIN_API = "$api"` in `src/$package/__init__.py` is the grpo plugin API the
+package is written for, and `$core` in `pyproject.toml` the grpo-core releases that
+provide it: a grpo-core that provides another API refuses the plugin by name, with
+both versions, instead of failing later. grpo's `docs/plugin-api.md` lists each
+version's hooks; raise both when you use one that is newer.
+
 ## CI
 
 `.github/workflows/grpo.yml` runs on every push and pull request: it installs this
@@ -335,7 +346,7 @@ jobs:
         run: |
           python -m pip install --upgrade pip
           python -m pip install torch --index-url https://download.pytorch.org/whl/cpu
-          python -m pip install "$${{ vars.GRPO_CORE || 'grpo-core>=$core' }}"
+          python -m pip install "$${{ vars.GRPO_CORE || '$core' }}"
           python -m pip install -e ".[test]"
       - name: Tests and the reward contract suite
         run: python -m pytest

@@ -2,13 +2,16 @@
 
 ``GRPO_PLUGINS`` (comma-separated distribution names; empty = none) restricts which
 installed distributions load. The core's own built-ins are default plugins and
-always load. A plugin that fails to import, clashes on its entry-point name, or
-implements a hook that does not exist is reported by name and skipped; the others
-still load.
+always load. A plugin that fails to import, clashes on its entry-point name,
+implements a hook that does not exist, or declares a plugin API this grpo-core does
+not provide (``GRPO_PLUGIN_API``, :mod:`grpo_core.plugin.api`) is reported by name and
+skipped; the others still load. A plugin that uses a renamed hook loads, with one
+warning naming the new name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import os
@@ -22,6 +25,7 @@ import pluggy
 from grpo_core import hookspecs
 from grpo_core.base.errors import PluginWarning
 from grpo_core.base.version import __version__
+from grpo_core.plugin import api
 
 ENTRY_POINT_GROUP = "grpo"
 ENV_VAR = "GRPO_PLUGINS"
@@ -38,6 +42,7 @@ class PluginInfo:
     distribution: str | None
     version: str | None
     module: str
+    api: str | None = None  # the plugin API it declares (GRPO_PLUGIN_API); None: it declares none
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ _lock = threading.RLock()
 _loaded = False
 _info: dict[str, PluginInfo] = {}
 problems: list[PluginProblem] = []
+refused: dict[str, tuple[PluginInfo, str]] = {}  # not loaded for their declared API: name -> (info, why)
+deprecations: list[PluginProblem] = []  # renamed names plugins use: warned about, not problems
 
 
 def _normalize(dist_name: str) -> str:
@@ -80,6 +87,14 @@ def report_once(problem: PluginProblem) -> None:
         report(problem)
 
 
+def deprecated(problem: PluginProblem) -> None:
+    """Warn once that a plugin uses a renamed name (it still works: not a problem that makes
+    ``grpo plugins`` fail)."""
+    if str(problem) not in {str(p) for p in deprecations}:
+        deprecations.append(problem)
+        warnings.warn(str(problem), api.PluginDeprecationWarning, stacklevel=3)
+
+
 def is_installed(distribution: str) -> bool:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import distribution as dist
@@ -99,11 +114,15 @@ def load_plugins() -> None:
     with _lock:
         if _loaded:
             return
+        renamed = api.renamed_specs({n for n in dir(pm.hook) if not n.startswith("_")})
+        if renamed is not None:
+            pm.add_hookspecs(renamed)
         for module_name in DEFAULT_PLUGINS:
             if pm.get_plugin(module_name) is None:
                 module = importlib.import_module(module_name)
                 pm.register(module, name=module_name)
-                _info[module_name] = PluginInfo(module_name, "grpo-core", _core_version(), module_name)
+                _info[module_name] = PluginInfo(module_name, "grpo-core", _core_version(), module_name,
+                                                api.PLUGIN_API)
         _load_entry_points()
         _check_pending()
         _loaded = True
@@ -131,9 +150,12 @@ def _load_entry_points() -> None:
         if allowed is not None and (dist is None or _normalize(dist) not in allowed):
             continue
         name = _entry_name(ep, dist)
-        if name is None or not _register(ep, dist, name):
+        if name is None:
             continue
-        _info[name] = PluginInfo(name, dist, version, ep.value)
+        info = PluginInfo(name, dist, version, ep.value)
+        declared = _register(ep, info)
+        if declared is not False:
+            _info[name] = dataclasses.replace(info, api=declared)
     if allowed:
         for missing in sorted(allowed - seen_dists):
             report(
@@ -164,20 +186,35 @@ def _entry_name(ep, dist: str | None) -> str | None:
     return name
 
 
-def _register(ep, dist: str | None, name: str) -> bool:
-    """Import and register one plugin; a failure is reported and isolated (False)."""
+def _register(ep, info: PluginInfo):
+    """Import and register one plugin: the API it declares (None: none), or False when it is
+    not loaded (a failure, reported and isolated, or an API this grpo-core does not provide)."""
+    dist = info.distribution
     try:
         module = ep.load()
         if pm.is_registered(module):
             return False
-        pm.register(module, name=name)
+        declared = getattr(module, api.ATTRIBUTE, None)
+        refusal = api.check_declared(declared)
+        if refusal is not None:
+            refused[info.name] = (dataclasses.replace(info, api=str(declared)), refusal)
+            report(PluginProblem(ep.name, dist, f"{refusal} (the other plugins are loaded)."))
+            return False
+        with warnings.catch_warnings(record=True) as caught:  # pluggy's warn_on_impl: a renamed hook
+            warnings.simplefilter("always")
+            pm.register(module, name=info.name)
     except Exception as exc:  # any failure of third-party code is isolated
         report(PluginProblem(
             ep.name, dist,
             f"failed to load '{ep.value}': {type(exc).__name__}: {exc}. The other plugins are loaded; fix or "
             f"uninstall this one, or leave it out of {ENV_VAR}."))
         return False
-    return True
+    for warning in caught:
+        if issubclass(warning.category, api.PluginDeprecationWarning):
+            deprecated(PluginProblem(info.name, dist, str(warning.message)))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return declared
 
 
 def _check_pending() -> None:
@@ -239,9 +276,13 @@ def loaded_plugins() -> list[dict]:
                 "distribution": info.distribution,
                 "version": info.version,
                 "module": info.module,
+                "api": info.api,
                 "hooks": hooks,
             }
         )
+    for info, why in refused.values():  # installed, not loaded: what they declare and why
+        out.append({"name": info.name, "distribution": info.distribution, "version": info.version,
+                    "module": info.module, "api": info.api, "hooks": [], "refused": why})
     return sorted(out, key=lambda p: (p["distribution"] != "grpo-core", p["name"]))
 
 
@@ -253,4 +294,6 @@ def reset() -> None:
             pm.unregister(plugin, name=name)
         _info.clear()
         problems.clear()
+        refused.clear()
+        deprecations.clear()
         _loaded = False

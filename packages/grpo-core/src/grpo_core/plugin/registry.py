@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grpo_core.base.errors import DuplicateNameError, RegistryError, UnknownNameError
-from grpo_core.plugin import plugins
+from grpo_core.plugin import api, plugins
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
@@ -167,13 +167,14 @@ def collect(hook_name: str, kind: str, *, dotted: bool, validate=None, extras: d
 def _collect(hook_name: str, kind: str, dotted: bool, validate, extras: dict) -> Registry:
     entries: dict[str, Entry] = {}
     conflicts: dict[str, list[Entry]] = {}
-    hook = getattr(plugins.pm.hook, hook_name)
-    for impl in hook.get_hookimpls():  # in registration order
+    for impl in _implementations(hook_name):  # in registration order
         info = plugins.plugin_info(impl.plugin_name)
         mine: dict[str, Entry] = {}
 
         def register(name, obj, *, description=None, _info=info, _mine=mine, **extra):
-            problem = _bad_registration(kind, name, obj, dotted, validate) or _bad_keywords(kind, extra, extras)
+            extra, problem = _renamed_keywords(hook_name, _info, extra)
+            problem = (problem or _bad_registration(kind, name, obj, dotted, validate)
+                       or _bad_keywords(kind, extra, extras, hook_name))
             if problem:
                 _report(_info, f"{problem}; skipped (its other {kind}s load).")
                 return
@@ -203,6 +204,22 @@ def _collect(hook_name: str, kind: str, dotted: bool, validate, extras: dict) ->
         plugins.report_once(plugins.PluginProblem(
             clash[-1].plugin, clash[-1].distribution, _conflict_message(kind, name, clash)))
     return Registry(kind, entries, conflicts)
+
+
+def _implementations(hook_name: str) -> list:
+    """The implementations of ``hook_name``, and of its old names still accepted
+    (:func:`grpo_core.plugin.api.hook_renames`: pluggy warned when they were registered)."""
+    impls = list(getattr(plugins.pm.hook, hook_name).get_hookimpls())
+    for rename in api.hook_renames(hook_name):
+        old = getattr(plugins.pm.hook, rename.old, None)
+        impls += old.get_hookimpls() if old is not None else []
+    return impls
+
+
+def _renamed_keywords(hook_name: str, info, extra: dict) -> tuple[dict, str | None]:
+    """``extra`` with renamed keywords under their new names, each use warned about once per plugin."""
+    return api.translate(hook_name, extra, lambda message: plugins.deprecated(
+        plugins.PluginProblem(info.name, info.distribution, message)))
 
 
 def is_builtin(entry: Entry) -> bool:
@@ -251,10 +268,14 @@ def _bad_registration(kind: str, name: Any, obj: Any, dotted: bool, validate) ->
     return None
 
 
-def _bad_keywords(kind: str, given: dict, allowed: dict) -> str | None:
+def _bad_keywords(kind: str, given: dict, allowed: dict, hook_name: str = "") -> str | None:
     """A misspelt keyword (``descripton=``) is a mistake to report, not an extra to keep;
-    a known one with a bad value (``range=(1, 0)``) too."""
+    a known one with a bad value (``range=(1, 0)``) too; one renamed and since removed
+    names its new name."""
     for key, value in given.items():
+        gone = api.removed_keyword(hook_name, key) if key not in allowed else None
+        if gone is not None:
+            return gone.refusal()
         if key not in allowed:
             close = difflib.get_close_matches(key, ["description", *allowed], n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
