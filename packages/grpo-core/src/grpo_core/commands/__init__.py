@@ -34,6 +34,7 @@ SUMMARIES = {
     "merge": "merge a LoRA adapter into its base model and save model + tokenizer",
     "generate": "generate with a model, checkpoint or LoRA adapter",
     "models": "built-in model aliases and the converted-model cache",
+    "doctor": "versions, device, grpo's known-issue checks and the tested TRL range, for an issue report",
 }
 
 
