@@ -12,6 +12,8 @@ from typing import Any
 
 from grpo_core import GrpoError, completion_text, hookimpl, text_reward
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 
 @text_reward
 def brevity(completions: list[str], max_chars: int = 200, **kwargs: Any) -> list[float]:

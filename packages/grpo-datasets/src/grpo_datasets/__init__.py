@@ -26,6 +26,8 @@ from .errors import (
 from .extract import gsm8k_answer, last_boxed
 from .loaders import load_arithmetic, load_files, load_gsm8k, load_hub, load_math, load_medcalc
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 __version__ = "0.1.0"
 
 ADAPTERS = {

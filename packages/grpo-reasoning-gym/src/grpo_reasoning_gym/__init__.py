@@ -18,6 +18,8 @@ from .answer import Extraction, final_answer
 from .score import score
 from .tasks import EVALUATING, REFUSED, load_any, load_task, task_loader
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 __version__ = "0.1.0"
 
 # The tasks registered by name: short answers (a number, a word, a line) that a small model

@@ -16,6 +16,8 @@ from .environments import ENVIRONMENTS, load_guess_number
 from .loaders import load_code_files, load_humaneval, load_mbpp
 from .rewards import REWARDS, code_format, runs, tests
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 __version__ = "0.1.0"
 
 CODE = (

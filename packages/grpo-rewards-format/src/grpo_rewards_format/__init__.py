@@ -22,6 +22,8 @@ from .repetition import ngram_range
 from .steps import reasoning_steps
 from .tags import tag_count, think_answer, think_answer_r1, xml_incremental, xml_soft, xml_strict
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 __version__ = "0.1.0"
 
 REWARDS = {

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from grpo_core import hookimpl
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 __version__ = "0.1.0"
 
 RANGE = (0.0, 1.0)

@@ -12,6 +12,8 @@ from grpo_core import hookimpl
 
 from .rewards import RANGES, REWARDS, correctness, cosine, exact, kimi_length, numeric
 
+GRPO_PLUGIN_API = "1.0"  # the grpo plugin API this plugin is written for (docs/plugin-api.md)
+
 __version__ = "0.1.0"
 
 
