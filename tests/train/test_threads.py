@@ -147,3 +147,51 @@ def _config():
     from transformers import GenerationConfig
 
     return GenerationConfig(max_new_tokens=8)
+
+
+def _scores_at(model, threads: int, reproducible: bool):
+    """The tiny model's sampling scores (and tokens) inside the trainer's CPU sampling
+    context, on ``threads`` torch threads."""
+    from transformers import GenerationConfig
+
+    sampler = FastSampling(Sampling(threads=threads, reproducible=reproducible),
+                           GenerationConfig(do_sample=True, max_new_tokens=24, min_new_tokens=24, pad_token_id=0), 24)
+    ids = torch.arange(3, 3 + 8 * 20).remainder(100).view(8, 20)
+    torch.manual_seed(0)
+    with torch.no_grad(), sampler.context("cpu"):
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=sampler.config,
+                             output_scores=True, return_dict_in_generate=True)
+    return out.sequences, torch.stack(out.scores)
+
+
+def test_sampling_computes_the_same_numbers_at_one_thread_and_at_two(tiny_model):
+    """model.reproducible (the default): what auto's thread count changes is speed, never the
+    numbers. Without it torch's flash attention sums each decoded token's attention in an
+    order that follows the thread count (the quickstart's seed 0 gave 0.484 and 0.672)."""
+    from grpo_core.trainer.generation import load_policy
+
+    model, _ = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    one, two = _scores_at(model, 1, True), _scores_at(model, 2, True)
+    assert torch.equal(one[0], two[0]) and torch.equal(one[1], two[1])
+    flash_one, flash_two = _scores_at(model, 1, False), _scores_at(model, 2, False)
+    assert not torch.equal(flash_one[1], flash_two[1])  # the kernel it steps around does differ
+
+
+def test_a_seeded_run_is_the_same_run_at_one_thread_and_at_two(train, tmp_path):
+    """Two steps of the tiny model, each step on 1 thread and then on 2 (what auto picks
+    beside a busy process and alone): the same logged figures and the same weights."""
+    import json
+
+    from safetensors.torch import load_file
+
+    runs = {}
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}"
+        train("--model.generation_threads", str(threads), "--max_steps", "3", out=out)
+        lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+        figures = [{k: v for k, v in line.items() if "time" not in k and "second" not in k and "elapsed" not in k}
+                   for line in lines]
+        runs[threads] = figures, load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert runs[1][0] == runs[2][0]
+    assert runs[1][1].keys() == runs[2][1].keys()
+    assert all(torch.equal(runs[1][1][k], runs[2][1][k]) for k in runs[1][1])

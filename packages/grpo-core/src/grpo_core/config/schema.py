@@ -44,6 +44,10 @@ class ModelSection:
     generation_threads: int | Literal["auto"] | None = setting(
         "auto", "CPU only: torch threads while sampling; auto: the cores other processes leave idle, read before "
         "each generation (at most torch's own; OMP_NUM_THREADS set: that); null: torch's own.", minimum=1)
+    reproducible: bool = setting(True, "CPU: attention in torch's math kernel while decoding, whose results do not "
+                                 "depend on the thread count, so a seed repeats its run whatever "
+                                 "generation_threads picks; false: torch's flash kernel (its one-token path sums "
+                                 "in an order that follows the thread count).")
     fast_generation: bool | str = setting("auto", "Static KV cache and compiled decoding while sampling: auto "
                                           "(on CUDA), true, false.", choices=AUTO)
     merged_sampling: bool | str = setting("auto", "Sample from a LoRA model with its adapters merged into a copy "

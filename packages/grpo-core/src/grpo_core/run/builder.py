@@ -50,7 +50,8 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
     sampling = Sampling(fast=fast, threads=generation_threads(cfg, device),
                         autocast=sampling_autocast(precision, device, static_cache=fast),
                         merged=merged_sampling(cfg, device), precision=sampled,
-                        logprobs=sampled is not None and args.vllm_importance_sampling_correction)
+                        logprobs=sampled is not None and args.vllm_importance_sampling_correction,
+                        reproducible=cfg.model.reproducible)
     guard = GuardSettings(h.on_nonfinite, h.snapshot, h.max_skips, h.max_weight_jump)
     environment_rewards = trainer_kwargs(cfg.environment).get("environment_rewards", {})
     if rollouts_only:

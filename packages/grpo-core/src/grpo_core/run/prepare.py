@@ -328,7 +328,8 @@ def sampling_settings(cfg: RunConfig, args, device: str) -> dict:
     return dict(max_new_tokens=args.max_completion_length, temperature=args.temperature, top_p=args.top_p,
                 top_k=args.top_k, min_p=args.min_p, repetition_penalty=args.repetition_penalty, seed=args.seed,
                 chat_template_kwargs=getattr(args, "chat_template_kwargs", None),
-                threads=generation_threads(cfg, device), fast=fast_generation(cfg, args, device))
+                threads=generation_threads(cfg, device), fast=fast_generation(cfg, args, device),
+                reproducible=cfg.model.reproducible)
 
 
 def quiet(verbose: bool = False) -> None:

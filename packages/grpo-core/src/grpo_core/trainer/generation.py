@@ -17,7 +17,7 @@ from grpo_core.config import models
 from grpo_core.trainer.draws import cumulative_draws
 from grpo_core.trainer.merged_lora import MergedLora
 from grpo_core.trainer.sampling_copy import SamplingCopy, sampled_logprobs
-from grpo_core.trainer.threads import CoreMeter
+from grpo_core.trainer.threads import CoreMeter, thread_independent_attention
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
 # tokens, so the compiled decoder is rebuilt only when a longer bucket first appears.
@@ -132,7 +132,7 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
              min_p: float | None = None, repetition_penalty: float = 1.0, do_sample: bool = True,
              batch_size: int = 8, seed: int | None = None,
              chat_template_kwargs: dict | None = None, threads: int | str | None = None,
-             fast: bool | str | None = None) -> list[list[Completion]]:
+             fast: bool | str | None = None, reproducible: bool = True) -> list[list[Completion]]:
     """``n`` completions per prompt (greedy when ``do_sample`` is False).
 
     ``threads``: torch threads while decoding on a CPU. Token-by-token decoding of a
@@ -141,6 +141,8 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
     other processes leave idle, ``threads.CoreMeter``).
     ``fast``: static KV cache and compiled decoding, as in training (None: on CUDA
     only; a string: compile with that torch.compile backend on any device).
+    ``reproducible``: on a CPU, attention whose results do not follow the thread count
+    (``threads.thread_independent_attention``), as training samples.
     """
     sampling = dict(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p,
                     repetition_penalty=repetition_penalty)
@@ -150,7 +152,8 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
         import torch
 
         threads = CoreMeter().threads(torch.get_num_threads())
-    with torch_threads(threads):
+    device = next(model.parameters()).device.type
+    with torch_threads(threads), thread_independent_attention(device, reproducible):
         return _generate(model, tokenizer, prompts, n, max_new_tokens, do_sample, batch_size, seed,
                          chat_template_kwargs, sampling, fast)
 
@@ -198,6 +201,7 @@ class Sampling:
     merged: bool | str = False  # LoRA adapters merged into a copy of the weights while sampling (.merged_lora)
     precision: str | None = None  # sample from a copy of every weight in this dtype (.sampling_copy); None: as is
     logprobs: bool = False  # with ``precision``: return each sampled token's log-probability (TRL's correction)
+    reproducible: bool = True  # CPU: attention kernels whose results do not follow the thread count
 
 
 class FastSampling:
@@ -275,6 +279,7 @@ class FastSampling:
         stack = contextlib.ExitStack()
         if device == "cpu":
             stack.enter_context(cumulative_draws())
+            stack.enter_context(thread_independent_attention(device, self.settings.reproducible))
             if self.settings.threads:
                 stack.enter_context(torch_threads(self.cpu_threads()))
         stack.enter_context(self.weights(device))

@@ -20,9 +20,28 @@ instead cost 12-18 % of a quickstart step on a quiet machine: 13.0-13.9 s agains
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, MutableMapping
+
+
+@contextlib.contextmanager
+def thread_independent_attention(device: str, on: bool = True):
+    """Inside, on a CPU, torch's scaled-dot-product attention runs its math kernel, whose
+    results do not depend on the thread count. Its flash kernel's one-query path (each
+    decoded token) splits the cached keys across threads and sums their parts in an order
+    that follows the thread count: the same seed sampled other tokens when ``auto`` gave a
+    step one thread instead of two (issue 55; full-length passes, q > 1, are the same at any
+    count). ``on`` False, or another device: nothing changes."""
+    if not on or device != "cpu":
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
+
 
 # the user's own thread count: model.generation_threads auto keeps it
 THREAD_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
