@@ -55,8 +55,15 @@ def checkers():
     return pids
 
 box = {}
-def batch():
-    box["out"] = rewards._check(keys, timeout, workers)
+def batch():  # as rewards._check: the batch, then the checks whose worker died once more
+    b = box["batch"] = pool._Batch(_worker.check, keys, timeout, workers)
+    b.wait()
+    out = b.outcomes()
+    again = [i for i, o in enumerate(out) if o.status == "error"]
+    for i, o in zip(again, pool.run(_worker.check, [keys[i] for i in again], timeout, workers) if again else []):
+        out[i] = o
+    box["again"] = len(again)
+    box["out"] = out
 
 start = time.monotonic()
 t = threading.Thread(target=batch, daemon=True)
@@ -65,19 +72,27 @@ time.sleep(rng.uniform(0.2, float(sys.argv[6])))
 victims = checkers()
 victim = rng.choice(victims) if victims else None
 killed_at = time.monotonic() - start
+mid_batch = "out" not in box
 if victim:
     os.kill(victim, signal.SIGKILL)
 t.join(hang_after)
 took = time.monotonic() - start
-if t.is_alive():
-    print(json.dumps({"hang": True, "took": took, "killed_at": killed_at, "victim": victim}), flush=True)
+if t.is_alive():  # slow or stuck? what got done, and what is done 10 s later; every thread's stack
+    import faulthandler
+    done = lambda: sum(f.done() for f in box["batch"].futures) if "batch" in box else None
+    first = done()
+    time.sleep(10)
+    faulthandler.dump_traceback(all_threads=True)
+    print(json.dumps({"hang": True, "took": took, "killed_at": killed_at, "victim": victim, "done": first,
+                      "done_10s_later": done(), "spare_pools": getattr(box.get("batch"), "spare", None)}), flush=True)
     os._exit(3)
 out = box["out"]
 right = sum(o.status == "ok" and tuple(o.value) == e for o, e in zip(out, expected))
 wrong = sum(o.status == "ok" and tuple(o.value) != e for o, e in zip(out, expected))
 unscored = sum(o.status != "ok" for o in out)
-print(json.dumps({"hang": False, "took": took, "killed_at": killed_at, "victim": victim,
-                  "right": right, "wrong": wrong, "unscored": unscored}), flush=True)
+print(json.dumps({"hang": False, "took": took, "killed_at": killed_at, "victim": victim, "mid_batch": mid_batch,
+                  "right": right, "wrong": wrong, "unscored": unscored, "rerun": box["again"],
+                  "spare_pools": box["batch"].spare}), flush=True)
 """
 
 
@@ -93,7 +108,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=5.0, help="per-item limit (math.correctness's default)")
     ap.add_argument("--hang-after", type=float, default=120.0, help="seconds after which a run counts as hung")
-    ap.add_argument("--kill-within", type=float, default=6.0, help="the kill comes 0.2 s to this many s in")
+    ap.add_argument("--kill-within", type=float, default=4.0, help="the kill comes 0.2 s to this many s in")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -106,8 +121,10 @@ def main() -> int:
         cmd = [sys.executable, "-c", TRIAL, str(args.n), str(args.workers), str(args.timeout),
                str(args.seed * 1000 + run), str(args.hang_after), str(args.kill_within)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.hang_after + 60)
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.hang_after + 120)
             row = json.loads(proc.stdout.strip().splitlines()[-1])
+            if row["hang"]:
+                print(proc.stderr[-6000:], file=sys.stderr)
         except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError) as exc:
             row = {"hang": True, "took": None, "error": type(exc).__name__}
         rows.append(row)
@@ -116,7 +133,9 @@ def main() -> int:
     done = [r for r in rows if not r["hang"]]
     wrong = sum(r.get("wrong", 0) for r in done)
     times = [r["took"] for r in done]
-    print(f"\nhung: {hangs} of {len(rows)}; finished: {len(done)}; items scored wrong: {wrong}; "
+    print(f"\nkills inside the batch: {sum(bool(r.get('mid_batch')) for r in done)} of {len(done)} finished runs; "
+          f"checks lost with the killed worker and run again: {sum(r.get('rerun', 0) for r in done)}")
+    print(f"hung: {hangs} of {len(rows)}; finished: {len(done)}; items scored wrong: {wrong}; "
           f"items unscored: {sum(r.get('unscored', 0) for r in done)}; "
           f"runs with every item right: {sum(r.get('right') == args.n for r in done)}")
     if times:

@@ -225,6 +225,25 @@ def test_stuck_checks_cost_one_time_limit_per_batch_not_one_per_wave():
     assert all(spare == 0 for _, spare in pool._pools)  # spare pools are not kept
 
 
+def test_slow_checks_on_a_loaded_machine_do_not_start_a_pool_every_half_second():
+    # every check takes 0.6 s (a busy machine): none is stuck. Before, each 0.5 s every worker
+    # counted as blocked and another pool of 2 took the waiting checks (processes without end on
+    # a loaded box); now a check is stuck only past 10x the batch's median answer (6 s here)
+    batch = pool._Batch(time.sleep, [(0.6,)] * 10, 5.0, 2)
+    batch.wait()
+    assert [o.status for o in batch.outcomes()] == ["ok"] * 10
+    assert batch.spare <= 1  # at most the pool started before the first answer came
+
+
+def test_spare_pools_are_capped_per_batch():
+    # 12 stuck checks on 2 workers: a 5th spare pool would take the last 2; at most 4 (10 checkers),
+    # so the 4 checks left in the last pool cost a second wave of the limit there
+    batch = pool._Batch(time.sleep, [(60,)] * 12, 1.0, 2)
+    batch.wait()
+    assert [o.status for o in batch.outcomes()] == ["timeout"] * 12
+    assert batch.spare == pool.MAX_SPARES == 4
+
+
 def test_a_timed_out_check_is_not_remembered_as_an_answer(monkeypatch):
     # a check that ran out of time on a busy machine scores 0.0 for that call only:
     # the same pair is checked again next time (a served 0.5 against \frac{1}{2} once

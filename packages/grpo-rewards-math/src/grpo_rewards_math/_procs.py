@@ -36,10 +36,11 @@ class WorkerDied(Exception):
 
 
 class _Task:
-    __slots__ = ("future", "payload", "timeout", "deadline", "started")
+    __slots__ = ("future", "payload", "timeout", "sent", "deadline", "started")
 
     def __init__(self, future: Future, payload: tuple, timeout: float | None):
         self.future, self.payload, self.timeout = future, payload, timeout
+        self.sent = 0.0
         self.deadline: float | None = None
         self.started = False  # its future was moved on from pending (to running, or found cancelled)
 
@@ -179,7 +180,8 @@ class CheckerPool:
             except OSError:  # the worker died before it read the task: the next worker takes it
                 self._queue.appendleft(task)
                 return
-            task.deadline = time.monotonic() + task.timeout if task.timeout else None
+            task.sent = time.monotonic()
+            task.deadline = task.sent + task.timeout if task.timeout else None
             proc.task = task
             return
 
@@ -223,6 +225,7 @@ class CheckerPool:
         task, proc.task = proc.task, None
         if task is None:
             return
+        task.future.took = time.monotonic() - task.sent  # seconds the worker took to answer (read by pool._Batch)
         if kind == "ok":
             task.settle(value)
         else:

@@ -27,10 +27,12 @@ worker killed and replaced, and the batch goes on.
 from __future__ import annotations
 
 import atexit
+import collections
 import math
 import multiprocessing
 import multiprocessing.context as _mpc
 import os
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -253,7 +255,9 @@ def check_timeout(timeout) -> None:
         raise ValueError(f"timeout={timeout!r}: give the per-item time limit in seconds (> 0).")
 
 
-STUCK_AFTER = 0.5  # seconds: a check running longer blocks its worker for scheduling purposes
+STUCK_AFTER = 0.5  # seconds: a check running longer blocks its worker for scheduling purposes,
+STUCK_FACTOR = 10  # or this many times the batch's typical check (the median of those done), if longer:
+MAX_SPARES = 4  # on a loaded machine every check runs past 0.5 s, and each 0.5 s started another pool
 
 
 def run(func: Callable, arg_tuples: list[tuple], timeout: float, workers: int) -> list[Outcome]:
@@ -262,8 +266,9 @@ def run(func: Callable, arg_tuples: list[tuple], timeout: float, workers: int) -
     Always returns one Outcome per input: a task past its limit is killed and
     reported as ``timeout``; a crashed worker or a raised exception as ``error``.
     Stuck checks cost one time limit per batch, not one per ``workers`` of them:
-    when every worker of a pool has run one check for over ``STUCK_AFTER`` and
-    checks still wait, those move to a spare pool of the same size.
+    when every worker of a pool has run one check for over ``STUCK_AFTER`` (or
+    ``STUCK_FACTOR`` times the batch's median check, when longer) and checks still
+    wait, those move to a spare pool of the same size, at most ``MAX_SPARES`` of them.
     """
     if not arg_tuples:
         return []
@@ -284,6 +289,7 @@ class _Batch:
         self.futures = [self._schedule(a) for a in arg_tuples]
         self.owner = [0] * len(arg_tuples)
         self.started: dict[int, float] = {}
+        self.took: collections.deque[float] = collections.deque(maxlen=256)  # recent answers' times
         # belt and braces: the pool enforces the per-task limit; this bounds the whole
         # batch even if a pool itself stalls (e.g. workers that cannot start)
         self.deadline = time.monotonic() + (math.ceil(len(arg_tuples) / workers) + 1) * (timeout + 2.0) + 30.0
@@ -309,8 +315,14 @@ class _Batch:
 
         open_ = list(range(len(self.futures)))
         while True:
-            open_ = [i for i in open_ if not self.futures[i].done()]
             now = time.monotonic()
+            still = []
+            for i in open_:
+                if not self.futures[i].done():
+                    still.append(i)
+                elif getattr(self.futures[i], "took", None) is not None:  # answered (not timed out, not lost)
+                    self.took.append(self.futures[i].took)
+            open_ = still
             if not open_:
                 return
             if now > self.deadline:
@@ -324,8 +336,11 @@ class _Batch:
 
     def _move_if_blocked(self, open_: list[int], now: float) -> None:
         waiting = [i for i in open_ if i not in self.started and self.owner[i] == self.spare]
-        stuck = [i for i in open_ if self.owner[i] == self.spare and now - self.started.get(i, now) > STUCK_AFTER]
-        if not waiting or len(stuck) < self.workers:
+        if not waiting or self.spare >= MAX_SPARES:
+            return
+        after = max(STUCK_AFTER, STUCK_FACTOR * statistics.median(self.took)) if self.took else STUCK_AFTER
+        stuck = [i for i in open_ if self.owner[i] == self.spare and now - self.started.get(i, now) > after]
+        if len(stuck) < self.workers:
             return
         self.spare += 1
         self.pool = self._pool(self.spare)
