@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from grpo_rewards_math import correctness, numeric
-from grpo_rewards_math.extract import extract_answer, unevaluated
+from grpo_rewards_math.extract import extract_answer, to_math, unevaluated
 
 
 def ans(text: str) -> tuple:
@@ -159,3 +159,49 @@ def test_a_bare_number_is_paid_and_a_bare_whole_fraction_is_arithmetic_left_undo
     golds = ["42", "-3.5", "0.5", "2", "1234", "42", r"\frac{3}{4}"]
     assert correctness(comps, golds, workers=2) == [1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     assert numeric(["42", "1/2", "-3.5"], ["42", "0.5", "-3.5"]) == [1.0, 1.0, 1.0]
+
+
+# ---------------------------------------------------------------- math-verify's known misreads (issue 55)
+
+
+def test_an_escaped_dollar_inside_dollars_does_not_end_the_formula():
+    # math-verify's test_latex_notation: "$ \frac{1}{2} \$ = \frac{10}{9} $" is one formula whose last
+    # side is 10/9. The span used to end at the escaped \$, leaving "\frac{1}{2} \": 0.0 against 10/9
+    # and 1.0 against 1/2 (a wrong answer paid)
+    text = r"Answer $ \frac{1}{2} \$ = \frac{10}{9} $"
+    assert to_math(text) == r"\frac{1}{2} = \frac{10}{9}"
+    assert to_math(r"$\$5$") == "5"  # an escaped dollar is text: the span goes on past it
+    comps = [f"<answer>{text}</answer>", f"The final answer is {text[7:]}."]
+    assert correctness(comps, [r"\frac{10}{9}"] * 2, workers=2) == [1.0, 1.0]
+    assert correctness(comps, [r"\frac{1}{2}"] * 2, workers=2) == [0.0, 0.0]
+
+
+NAMED = [  # a formula that names the thing asked about, then its value in words
+    ("Final Answer: The maximum number of points that could be in the domain of $f(x)$ is 19. I hope it is correct.",
+     "19"),
+    ("Final Answer: the value of $a_{10}$ is 55.", "55"),
+    ("Final Answer: The largest $n$ is 34.", "34"),  # (read so before)
+]
+
+
+def test_a_formula_that_names_the_subject_is_not_the_answer():
+    # math-verify's test_math_extraction_edge_cases: "... the domain of $f(x)$ is 19" read as the
+    # answer f(x) (formulas in prose were all taken as the answer, the number after them dropped)
+    assert [to_math(extract_answer(t).answer) for t, _ in NAMED] == ["19", "55", "34"]
+    assert correctness([t for t, _ in NAMED], [g for _, g in NAMED], workers=2) == [1.0, 1.0, 1.0]
+    # near misses: a formula with a value of its own is still the answer; two values are a hedge;
+    # a negation is no answer
+    assert to_math(extract_answer(r"Final Answer: $f(x)$ is $\pi$, about 3.14.").answer) == r"f(x), \pi"
+    assert to_math(extract_answer(r"The answer is $\pi$, about 3.14.").answer) == r"\pi"
+    assert to_math(extract_answer("Final Answer: for $g(x, y)$ the minimum is 19 or 20.").answer) == "19, 20"
+    assert to_math(extract_answer("Final Answer: the domain of $f(x)$ is not 19.").answer) is None
+    assert correctness([NAMED[0][0]], ["20"], workers=2) == [0.0]
+
+
+def test_arithmetic_left_undone_in_latex_delimiters_is_still_refused():
+    # math-verify's test_latex_notation[4], "Answer \( (9+1) \)" against 10, expects 1: it scores 0.0 here
+    # on purpose since the rule against arithmetic left undone (a88d472: "(18 + 6)" paid for 24 is the
+    # reward hack the quickstart's model learned); allow_expressions=True pays it
+    text = r"<answer>Answer \( (9+1) \)</answer>"
+    assert correctness([text], ["10"], workers=2) == [0.0]
+    assert correctness([text], ["10"], workers=2, allow_expressions=True) == [1.0]

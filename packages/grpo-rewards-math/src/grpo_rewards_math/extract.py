@@ -326,9 +326,13 @@ _SCI_RE = re.compile(r"(?<![\w\\.])(\d+(?:\.\d+)?)\s*[eE]\s*([-+]?\d{1,4})(?![\w
 _TIMES_TEN_RE = re.compile(
     r"(\d)\s*(?:[xX*]|\\times|\\cdot)\s*10\s*\^\s*\{?\s*([-+]?\d{1,4})\s*\}?"
 )
+# $..$ spans skip an escaped dollar: "$ \frac{1}{2} \$ = \frac{10}{9} $" is one span, not "$ \frac{1}{2} \$"
 _DELIM_RE = re.compile(
-    r"\$\$(.{1,2000}?)\$\$|\\\((.{1,2000}?)\\\)|\\\[(.{1,2000}?)\\\]|\$([^$]{1,2000})\$", re.DOTALL
+    r"\$\$(.{1,2000}?)\$\$|\\\((.{1,2000}?)\\\)|\\\[(.{1,2000}?)\\\]|(?<!\\)\$((?:\\\$|[^$]){1,2000}?)(?<!\\)\$",
+    re.DOTALL,
 )
+# a formula that only names something: n, a_n, x_{1}, f(x), g(x, y) (no value of its own)
+_NAME_RE = re.compile(r"\s*[A-Za-z](?:_\{?[A-Za-z0-9]{1,10}\}?)?(?:\(\s*[A-Za-z](?:\s*,\s*[A-Za-z]){0,5}\s*\))?\s*")
 _STOP_TOKENS = frozenset({"a", "A", "I"})
 
 
@@ -385,10 +389,9 @@ def _unwrap_delimiters(s: str) -> str:
         s[a:b]
         for a, b in zip([0] + [e for _, e, _ in segments], [st for st, _, _ in segments] + [len(s)])
     )
-    if re.search(r"\d", outside) and prose_words(outside) and all(
-        re.fullmatch(r"\s*[A-Za-z]\s*", body) for _, _, body in segments
-    ):  # "The largest $n$ is 34": $n$ names what the number is
-        return s.replace("\\$", "").replace("$", "")
+    if re.search(r"\d", outside) and prose_words(outside) and all(_NAME_RE.fullmatch(body) for _, _, body in segments):
+        # "The largest $n$ is 34", "the domain of $f(x)$ is 19": the formulas name what the number is
+        return outside.replace("\\$", "").replace("$", "")
     outside = "".join(
         s[a:b]
         for a, b in zip([0] + [e for _, e, _ in segments], [st for st, _, _ in segments] + [len(s)])
