@@ -124,12 +124,13 @@ def format_report(report: CheckReport) -> str:
     names = list(report.gold_means)
     lines.append(f"\nreward-hacking probes ({report.probe_rows} rows; mean score per reward, total weighted):")
     width = max(12, *(len(n) for n in names)) if names else 12
-    lines.append(f"  {'probe':18} " + " ".join(f"{n[:width]:>{width}}" for n in names) + f" {'total':>7}")
-    lines.append(f"  {'(the gold)':18} " + " ".join(f"{report.gold_means[n]:>{width}.2f}" for n in names)
+    first = max([18, *(len(p.probe.name) for p in report.probes)])  # a plugin's probe names may be longer
+    lines.append(f"  {'probe':{first}} " + " ".join(f"{n[:width]:>{width}}" for n in names) + f" {'total':>7}")
+    lines.append(f"  {'(the gold)':{first}} " + " ".join(f"{report.gold_means[n]:>{width}.2f}" for n in names)
                  + f" {report.gold_total:>7.2f}")
     for p in report.probes:
         mark = "  FAIL" if p.failures else ""
-        lines.append(f"  {p.probe.name:18} " + " ".join(f"{p.means[n]:>{width}.2f}" for n in names)
+        lines.append(f"  {p.probe.name:{first}} " + " ".join(f"{p.means[n]:>{width}.2f}" for n in names)
                      + f" {p.total:>7.2f}{mark}")
     failed = [p for p in report.probes if p.failures]
     for p in failed:
