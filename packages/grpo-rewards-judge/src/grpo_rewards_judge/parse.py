@@ -26,8 +26,8 @@ _SCORE_LINE = re.compile(r"score[ \t]{0,4}(?:is|:|=)?[ \t]{0,4}\**[ \t]{0,4}" + 
 _ONLY_NUMBER = re.compile(r"\s{0,8}\**" + _NUMBER + _OVER + r"\**\.?\s{0,8}")
 _WORD = re.compile(r"[a-z]{1,12}", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
-_WINNER = re.compile(r"(?:winner|better|answer|verdict|choice)[ \t]{0,4}(?:is|:)?[ \t]{0,4}\**[ \t]{0,4}"
-                     r"(?:response[ \t]{1,4})?\b([AB])\b",
+_WINNER = re.compile(r"(?:winner|better|answer|verdict|choice)(?:[ \t]{1,4}response)?[ \t]{0,4}(?:is|:)?[ \t]{0,4}"
+                     r"\**[ \t]{0,4}(?:response[ \t]{1,4})?\b([AB])\b|response[ \t]{1,4}([AB])[ \t]{1,4}is[ \t]{1,4}better",
                      re.IGNORECASE)
 
 
@@ -62,9 +62,12 @@ def score(answer: str | None, scale: int) -> float | None:
 def yes_no(answer: str | None) -> float | None:
     """1.0 for yes, 0.0 for no, None for anything else."""
     text = visible(answer)
-    first = _WORD.search(text[:64])
-    if first is not None and first.start() <= 8 and first.group().lower() in ("yes", "no"):
-        return 1.0 if first.group().lower() == "yes" else 0.0
+    words = [w.lower() for w in _WORD.findall(text[:64])][:5]
+    if words and words[0] in ("yes", "no") and text.lstrip(" \t\n*\"'").lower().startswith(words[0]):
+        other = "no" if words[0] == "yes" else "yes"
+        if other not in words[1:]:  # "yes or no, ..." decides nothing
+            return 1.0 if words[0] == "yes" else 0.0
+        return None
     said = {m.group(1).lower() for m in _YES_NO.finditer(text)}
     if len(said) == 1:
         return 1.0 if said == {"yes"} else 0.0
@@ -78,7 +81,7 @@ def a_or_b(answer: str | None) -> float | None:
     if first is not None:
         word = first.group(1).lower()
         return 0.5 if word == "tie" else (1.0 if word == "a" else 0.0)
-    said = {m.group(1).upper() for m in _WINNER.finditer(text)}
+    said = {(m.group(1) or m.group(2)).upper() for m in _WINNER.finditer(text)}
     if len(said) == 1:
         return 1.0 if said == {"A"} else 0.0
     return None

@@ -134,8 +134,21 @@ def signature(own: tuple[tuple[str, type, object, str], ...]) -> tuple[inspect.S
 
 def values(kwargs: dict, own: tuple[tuple[str, type, object, str], ...]) -> dict:
     """The reward's parameters from its keywords, defaults where a spec set none (the
-    function's own signature is :func:`signature`'s, so Python fills in no defaults)."""
-    return {name: kwargs.get(name, default) for name, _, default, _ in own + COMMON}
+    function's own signature is :func:`signature`'s, so Python fills in no defaults). A
+    keyword of the wrong type is a dataset column of the same name (every grpo dataset has
+    ``question``), which grpo hands a reward beside its parameters: the default, then."""
+    return {name: value if _is(value, kind) else default
+            for name, kind, default, _ in own + COMMON for value in [kwargs.get(name, default)]}
+
+
+def _is(value, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is list:
+        return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return isinstance(value, kind)
 
 
 def parameter_doc(own: tuple[tuple[str, type, object, str], ...]) -> str:

@@ -105,6 +105,13 @@ def exact(request: Request) -> str:
     return verdict(request, lambda response: bool(reference) and final_answer(response) == reference)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that cut its connection (a time limit) is not an error of the server's
+
+
 class FakeJudge:
     """An OpenAI-compatible chat server on ``127.0.0.1`` answering with ``reply(request)``."""
 
@@ -116,8 +123,7 @@ class FakeJudge:
         self.authorization: list[str | None] = []  # each request's Authorization header, in order
         self.lock = threading.Lock()
         self.closing = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.thread: threading.Thread | None = None
 
     @property
