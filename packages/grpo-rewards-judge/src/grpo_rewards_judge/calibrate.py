@@ -28,7 +28,7 @@ RESERVED = {"completion", "expected", "prompt"}
 
 
 def setup(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="judge_command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="judge_command", metavar="{calibrate}")
     sub.required = True
     p = sub.add_parser("calibrate", help="score your labelled examples with a judge reward: agreement, consistency, "
                        "cost", description="Score your labelled examples with a judge reward, each twice, before "
