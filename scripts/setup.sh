@@ -54,6 +54,8 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
 fi
 echo "setup: installing torch (CPU build first, so nothing pulls a CUDA build)"
 pip install -q "torch==2.13.0"
+# grpo-rewards-judge[serve] brings transformers[serving] (FastAPI): tests/judge serve a tiny judge
+# with `transformers serve`, in the same resolve as grpo-core's transformers pin
 echo "setup: installing grpo packages, the example plugin and dev tools"
 pip install -q \
   -e packages/grpo-core \
@@ -62,6 +64,7 @@ pip install -q \
   -e packages/grpo-datasets \
   -e packages/grpo-rewards-code \
   -e packages/grpo-reasoning-gym \
+  -e "packages/grpo-rewards-judge[serve]" \
   -e examples/grpo-acme \
   -e ".[dev]"
 # OpenRLHF's remote-reward client and experience builder, verl's reward loader and managers:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 import grpo_core
 from grpo_core import RewardParamError
@@ -121,3 +122,16 @@ def test_a_dataset_column_named_like_a_setting_does_not_replace_it(judge_plugin)
         given = bind("judge.yesno", url=judge.url, cache="off", recheck=0, question="Is it polite?")
         given(["Answer: 4"], question=["What is 2 + 2?"])
         assert users[-1].endswith("Is it polite? Answer with one word: yes or no.")
+
+
+def test_cache_off_as_yaml_reads_it_is_no_cache(judge_plugin, tmp_path):
+    from grpo_rewards_judge.testing import FakeJudge, exact
+
+    spec = yaml.safe_load("params: {cache: off}")["params"]  # YAML 1.1: off is false
+    assert spec == {"cache": False}
+    with FakeJudge(exact) as judge:
+        func = bind("judge.yesno", url=judge.url, recheck=0, **spec)
+        func(["Answer: 4"], answer=["4"])
+        func(["Answer: 4"], answer=["4"])
+        assert judge.requests == 2  # asked twice: nothing kept
+    assert not (tmp_path / "judge-cache").exists()

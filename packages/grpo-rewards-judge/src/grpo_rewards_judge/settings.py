@@ -8,6 +8,7 @@ import inspect
 import ipaddress
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from . import templates
@@ -17,7 +18,7 @@ DEFAULT_URL = "http://127.0.0.1:8000/v1"  # vLLM's and transformers serve's defa
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 
 # (name, type, default, what it is): every judge reward's parameters, after its own
-COMMON: tuple[tuple[str, type, object, str], ...] = (
+COMMON: tuple[tuple[str, Any, object, str], ...] = (
     ("url", str, DEFAULT_URL, "the judge server: its /v1 address, or the full .../chat/completions"),
     ("model", str, "", "the model the server should answer with ('' = its default)"),
     ("api_key_env", str, "OPENAI_API_KEY", "the environment variable holding the API key (never the key)"),
@@ -32,7 +33,8 @@ COMMON: tuple[tuple[str, type, object, str], ...] = (
     ("temperature", float, 0.0, "the judge's sampling temperature"),
     ("seed", int, 0, "the judge's sampling seed"),
     ("max_chars", int, 8000, "characters of a completion (prompt, reference) shown at most: head and tail"),
-    ("cache", str, "default", "the answers' cache folder ('default': ~/.cache/grpo/judge; 'off')"),
+    ("cache", str | bool, "default", "the answers' cache folder ('default': ~/.cache/grpo/judge; 'off', as YAML's "
+     "off/false: none)"),
     ("recheck", int, 8, "the first N new questions are asked twice: a judge that answers differently is reported"),
     ("logprobs", bool, True, "ask for log-probabilities (yes/no, A/B read from them where the server gives them)"),
 )
@@ -84,6 +86,8 @@ class Settings:
         _bounded("recheck", given["recheck"], 0, 10_000)
         if len(given["system"]) > templates.MAX_TEMPLATE:
             raise ValueError(f"system is {len(given['system']):,} characters; at most {templates.MAX_TEMPLATE:,}")
+        if isinstance(given["cache"], bool):  # YAML reads `cache: off` as false
+            given["cache"] = "default" if given["cache"] else "off"
         given.update(url=url, template=templates.check_template(given["template"], kind),
                      system=given["system"] or templates.SYSTEM, timeout=float(given["timeout"]),
                      backoff=float(given["backoff"]), temperature=float(given["temperature"]))
@@ -141,7 +145,7 @@ def values(kwargs: dict, own: tuple[tuple[str, type, object, str], ...]) -> dict
             for name, kind, default, _ in own + COMMON for value in [kwargs.get(name, default)]}
 
 
-def _is(value, kind: type) -> bool:
+def _is(value, kind: Any) -> bool:
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
