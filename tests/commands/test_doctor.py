@@ -47,9 +47,6 @@ def _checks(out: str) -> dict[str, tuple[str, str]]:
 
 
 def test_an_h100_with_a_trl_outside_the_range_fails_and_says_each_thing(fake, capsys):
-    from grpo_core.run.prepare import TESTED
-
-    low, high = TESTED["trl"]
     fake(H100, trl="1.13.0")
     assert main(["doctor", "--no-rewards"]) == 1
     out = capsys.readouterr().out
@@ -58,8 +55,8 @@ def test_an_h100_with_a_trl_outside_the_range_fails_and_says_each_thing(fake, ca
     assert "\ndevice: cuda: 1 GPU(s): NVIDIA H100 80GB HBM3 (compute 9.0, 79.2 GiB); CUDA 12.8, cuDNN 91002\n" in out
     checks = _checks(out)
     assert checks["trl in the tested range"] == (
-        "FAIL", f"trl 1.13.0 is installed; grpo is tested with trl>={low},<{high} and grpo train refuses this "
-                f"one: pip install 'trl>={low},<{high}'")
+        "FAIL", "trl 1.13.0 is installed; grpo is tested with trl>=1.14.2,!=1.15.*,<1.17 and relies on its "
+                "internals: pip install 'trl>=1.14.2,!=1.15.*,<1.17' (grpo train refuses it)")
     assert checks["torch build"] == ("ok", "torch 2.11.0+cu128, CUDA 12.8")
     assert checks["cuDNN attention NaN (pytorch#196678)"] == (
         "ok", "torch 2.11.0+cu128 has it: grpo train turns cuDNN's attention kernel off while training "
@@ -82,10 +79,17 @@ def test_json_says_the_same_for_an_issue(fake, capsys):
                         "plugins": "ok"}
 
 
-def test_a_t4_warns_about_bf16_without_failing(fake, capsys):
-    from grpo_core.run.prepare import TESTED
+def test_a_trl_inside_the_bounds_that_failed_the_range_job_is_refused_with_why(fake, capsys):
+    fake(CPU_BESIDE_GPU, trl="1.15.0")
+    assert main(["doctor", "--no-rewards"]) == 1
+    assert _checks(capsys.readouterr().out)["trl in the tested range"] == (
+        "FAIL", "trl 1.15.0 is installed; grpo is tested with trl>=1.14.2,!=1.15.*,<1.17 (TRL 1.15's own "
+                "GRPOTrainer fails on torch's CPU build (its fused log-probabilities need Triton)) and relies on its "
+                "internals: pip install 'trl>=1.14.2,!=1.15.*,<1.17' (grpo train refuses it)")
 
-    fake(T4, trl=TESTED["trl"][0] + ".0")
+
+def test_a_t4_warns_about_bf16_without_failing(fake, capsys):
+    fake(T4, trl="1.14.2")
     assert main(["doctor", "--no-rewards"]) == 0  # a warning is said, not failed
     checks = _checks(capsys.readouterr().out)
     assert checks["bf16"][0] == "WARN" and checks["bf16"][1].startswith("this GPU has no bf16 (compute < 8.0)")

@@ -33,13 +33,14 @@ def test_the_check_would_name_a_missing_one(monkeypatch):
     from grpo_core.trainer import trainer
 
     monkeypatch.setattr(trainer, "PRIVATE", (*trainer.PRIVATE, "_renamed_in_the_next_trl"))
-    with pytest.raises(AssertionError, match=r"TRL 1\.16\.\d+ / transformers .* lack \['_renamed_in_the_next_trl'\]"):
+    with pytest.raises(AssertionError, match=r"TRL \d+\.\d+\.\d+ / transformers .* lack \['_renamed_in_the_next_trl'\]"):
         test_every_private_name_grpo_uses_exists_in_the_installed_trl()
 
 
-@pytest.mark.parametrize("installed, ok", [("1.16.0", True), ("1.16.3", True), ("1.17.0", False),
-                                           ("1.15.2", False), ("1.17.0.dev0", False)])
+@pytest.mark.parametrize("installed, ok", [("1.14.2", True), ("1.16.0", True), ("1.16.3", True), ("1.14.1", False),
+                                           ("1.13.0", False), ("1.17.0", False), ("1.17.0.dev0", False)])
 def test_a_trl_outside_the_tested_versions_is_a_clear_error(monkeypatch, installed, ok):
+    """The bounds docs/trl-versions.md's table measured: 1.14.2 and 1.16 pass, 1.15 fails."""
     import importlib.metadata
 
     from grpo_core.errors import ConfigError
@@ -50,9 +51,26 @@ def test_a_trl_outside_the_tested_versions_is_a_clear_error(monkeypatch, install
     if ok:
         check_versions()
     else:
-        with pytest.raises(ConfigError, match=rf"trl {installed} is installed; grpo is tested with "
-                                              r"trl>=1.16,<1.17 .*pip install 'trl>=1.16,<1.17'"):
+        with pytest.raises(ConfigError) as info:
             check_versions()
+        assert str(info.value) == (f"trl {installed} is installed; grpo is tested with trl>=1.14.2,!=1.15.*,<1.17 and "
+                                   f"relies on its internals: pip install 'trl>=1.14.2,!=1.15.*,<1.17'.")
+
+
+@pytest.mark.parametrize("installed", ["1.15.0", "1.15.2"])
+def test_a_trl_minor_that_failed_inside_the_bounds_is_refused_with_why(monkeypatch, installed):
+    import importlib.metadata
+
+    from grpo_core.errors import ConfigError
+    from grpo_core.run.prepare import check_versions
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda d: installed if d == "trl" else real(d))
+    with pytest.raises(ConfigError) as info:
+        check_versions()
+    assert str(info.value) == (f"trl {installed} is installed; grpo is tested with trl>=1.14.2,!=1.15.*,<1.17 (TRL "
+                               f"1.15's own GRPOTrainer fails on torch's CPU build (its fused log-probabilities need "
+                               f"Triton)) and relies on its internals: pip install 'trl>=1.14.2,!=1.15.*,<1.17'.")
 
 
 def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plugin, tiny_model, tmp_path,

@@ -8,6 +8,7 @@ Everything here is read where it is needed: ``--help`` imports neither torch nor
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import threading
@@ -19,7 +20,10 @@ from pathlib import Path
 
 from grpo_core.base.version import __version__
 from grpo_core.commands import SUMMARIES, print_json, table
-from grpo_core.plugin import api
+from grpo_core.plugin import api, plugins, registry
+from grpo_core.rewards.reward import get_reward
+from grpo_core.run.prepare import cpu_bf16
+from grpo_core.run.versions import TESTED, requirement, version_problem
 
 DISTRIBUTIONS = ("torch", "trl", "transformers", "peft", "accelerate", "datasets", "pluggy", "vllm")
 CUDNN_NAN_FROM = (2, 11)  # pytorch#196678: cuDNN's sdpa backward NaN from torch 2.11 on (docs/gpu.md)
@@ -67,8 +71,6 @@ def torch_facts() -> dict:
     """torch's build and the devices it sees (the one place doctor imports torch)."""
     import torch
 
-    from grpo_core.run.prepare import cpu_bf16
-
     cuda = torch.cuda.is_available()
     devices = []
     for i in range(torch.cuda.device_count() if cuda else 0):
@@ -85,8 +87,6 @@ def torch_facts() -> dict:
 
 def gather(rewards: bool = True) -> dict:
     """The report: versions, torch, plugins, the checks and ``ok`` (no check failed)."""
-    from grpo_core.plugin import plugins
-
     versions = {"grpo-core": __version__, **{d: version_of(d) for d in DISTRIBUTIONS}}
     torch = torch_facts()
     versions["torch"] = torch["version"]  # the one imported (a local build's own string)
@@ -110,26 +110,22 @@ def device_line(torch: dict) -> str:
         return f"cuda: {len(torch['devices'])} GPU(s): {gpus}; CUDA {torch['cuda']}, cuDNN {torch['cudnn']}"
     if torch["mps"]:
         return "mps (Apple GPU)"
-    import os
-
     return f"cpu: {os.cpu_count()} cores, torch uses {torch['threads']} threads"
 
 
 def range_checks(versions: dict) -> list[Check]:
     """TRL and transformers against the versions grpo is tested with (what ``grpo train`` checks)."""
-    from grpo_core.run.prepare import TESTED, _within
-
     out = []
-    for dist, (low, high) in TESTED.items():
-        found, wanted = versions.get(dist), f"{dist}>={low},<{high}"
+    for dist in TESTED:
+        found, wanted = versions.get(dist), requirement(dist)
         name = f"{dist} in the tested range"
+        problem = version_problem(dist, found) if found is not None else None
         if found is None:
             out.append(Check(name, "fail", f"{dist} is not installed: pip install '{wanted}'"))
-        elif _within(found, low, high):
+        elif problem is None:
             out.append(Check(name, "ok", f"{dist} {found}; tested: {wanted} (docs/trl-versions.md)"))
         else:
-            out.append(Check(name, "fail", f"{dist} {found} is installed; grpo is tested with {wanted} and "
-                                           f"grpo train refuses this one: pip install '{wanted}'"))
+            out.append(Check(name, "fail", problem.rstrip(".") + " (grpo train refuses it)"))
     return out
 
 
@@ -218,8 +214,6 @@ def _timed(name: str, score: Callable[[], tuple[bool, str] | None]) -> Check:
 
 
 def _registered(name: str):
-    from grpo_core.plugin import registry
-
     return registry.rewards().entries.get(name)
 
 
@@ -228,8 +222,6 @@ def math_pool_check() -> Check:
     def score() -> tuple[bool, str] | None:
         if _registered("math.correctness") is None:
             return None
-        from grpo_core import get_reward
-
         got = get_reward("math.correctness")(["The answer is \\boxed{4}.", "The answer is \\boxed{5}."],
                                              answer=["4", "4"])
         return got == [1.0, 0.0], f"math.correctness scored a right and a wrong answer {got} (expected [1.0, 0.0])"
@@ -241,8 +233,6 @@ def sandbox_check() -> Check:
     def score() -> tuple[bool, str] | None:
         if _registered("code.tests") is None:
             return None
-        from grpo_core import get_reward
-
         got = get_reward("code.tests")(["```python\nx = 6 * 7\n```", "```python\nx = 41\n```"],
                                        tests=[["assert x == 42"], ["assert x == 42"]])
         return got == [1.0, 0.0], (f"code.tests scored a passing and a failing program in the sandbox"

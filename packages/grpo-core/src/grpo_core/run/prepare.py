@@ -44,6 +44,7 @@ from grpo_core.config.schema import RunConfig, StageSection
 from grpo_core.data.datasets import build_prompts, check_columns, load_dataset, take_few_shot
 from grpo_core.rewards import environments
 from grpo_core.rewards.environments import COLUMN, check_support
+from grpo_core.run.versions import TESTED, check_versions  # noqa: F401 - TESTED: where it was read before
 from grpo_core.trainer import threads
 
 
@@ -80,11 +81,6 @@ class Prepared:
         return self.plans[names.index(name)]
 
 
-# the TRL and transformers versions grpo is tested with, [low, high): grpo_core.trainer.trainer
-# relies on their internals (its PRIVATE names); the packaging bounds them the same way
-TESTED = {"trl": ("1.16", "1.17"), "transformers": ("5.2", "6")}
-
-
 def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = print,
             eval_split: str | None = None, device: str | None = None, tools: bool = True,
             verbose: bool = False, heldout: bool = False) -> Prepared:
@@ -113,26 +109,6 @@ def prepare(cfg: RunConfig, *, check: bool = True, log: Callable[[str], None] = 
     return Prepared(cfg, device, train_ds, eval_ds, plans, rows)
 
 
-def check_versions() -> None:
-    """A clear error at start-up when the installed TRL or transformers is outside the
-    versions tested (the private names grpo_core.trainer.trainer uses may have moved)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist, (low, high) in TESTED.items():
-        try:
-            found = version(dist)
-        except PackageNotFoundError:
-            raise ConfigError(f"{dist} is not installed: pip install '{dist}>={low},<{high}'.") from None
-        if not _within(found, low, high):
-            raise ConfigError(f"{dist} {found} is installed; grpo is tested with {dist}>={low},<{high} and relies "
-                              f"on its internals: pip install '{dist}>={low},<{high}'.")
-
-
-def _within(found: str, low: str, high: str) -> bool:
-    def key(v: str) -> tuple:
-        return tuple(int("".join(ch for ch in part if ch.isdigit()) or 0) for part in v.split(".")[:3])
-
-    return key(low) <= key(found) < key(high)
 
 
 # ------------------------------------------------------------------ data
