@@ -17,7 +17,7 @@ from grpo_core.plugin.plugins import PluginProblem, report_once  # (commands.plu
 
 # each command's one-line help: `grpo --help` lists them without importing the commands
 SUMMARIES = {
-    "plugins": "list loaded plugins as JSON",
+    "plugins": "installed plugins as JSON: distribution, version, plugin API, hooks (refused ones with why)",
     "plugin": "start a new plugin package",
     "rewards": "list, show and check registered rewards",
     "datasets": "list and show dataset adapters",

@@ -1,5 +1,7 @@
-"""`grpo plugins`: installed plugins, their distributions, versions, hooks and the
-commands they add to ``grpo`` (JSON)."""
+"""`grpo plugins`: installed plugins, their distributions, versions, the plugin API each
+declares (``api``; null: none), hooks and the commands they add to ``grpo`` (JSON). A plugin
+refused for its API is listed with ``refused`` (why) and no hooks; exit 1 when any plugin
+had a problem."""
 
 from __future__ import annotations
 
