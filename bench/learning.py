@@ -15,6 +15,8 @@ by name, GRPOConfig):
 - ``sign``: ``learning.method: sign`` (flat groups get +-0.1 on every token: zvp's control);
 - ``iter2``: two optimizer steps per generation batch (``num_iterations: 2``; ``iterN``: N);
 - ``gen2``: two completions per prompt and twice the prompts per step (``num_generations: 2``);
+- ``f32``, ``bf16``, ``bf16nc``: ``grpo train`` sampling in float32 / in bf16 with TRL's
+  importance-sampling correction / in bf16 without it (``sampling.precision``);
 - ``A+B``: both (``zvp-0.1+iter2``).
 
 Axes: ``--axis tokens`` trains each run until it has generated the same number of
@@ -193,7 +195,8 @@ def _step_time(steps: list[dict]) -> float:
     return statistics.median(gaps) if gaps else float("nan")
 
 
-ARMS = ("bare", "denominator", "grpo", "dynamic", "zvp-0.05", "zvp-0.1", "zvp-0.2", "sign", "iter2", "iter4", "gen2")
+ARMS = ("bare", "denominator", "grpo", "dynamic", "zvp-0.05", "zvp-0.1", "zvp-0.2", "sign", "iter2", "iter4", "gen2",
+        "f32", "bf16", "bf16nc")
 
 
 def arm_flags(arm: str, opts) -> list[str]:
@@ -211,6 +214,12 @@ def arm_flags(arm: str, opts) -> list[str]:
             flags += ["--num_iterations", part[4:]]
         elif part == "gen2":
             flags += ["--num_generations", "2"]
+        elif part == "f32":
+            flags += ["--sampling.precision", "float32"]
+        elif part in ("bf16", "bf16nc"):  # bf16 sampling with TRL's correction; nc: without it
+            flags += ["--sampling.precision", "bf16"]
+            if part == "bf16nc":
+                flags += ["--vllm_importance_sampling_correction", "false"]
         elif part != "grpo":
             raise SystemExit(f"unknown arm {part!r} in {arm!r}; arms: {', '.join(ARMS)} (or A+B)")
     if "--sampling.dynamic" not in flags:

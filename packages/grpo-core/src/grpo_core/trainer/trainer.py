@@ -16,6 +16,7 @@ against the installed TRL (the versions tested are
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from functools import partial
@@ -97,7 +98,13 @@ class GrpoTrainer(GRPOTrainer):
 
     def _generate_single_turn(self, prompt_ids, *args, **kwargs):
         sample = partial(super()._generate_single_turn, prompt_ids, *args, **kwargs)
-        return self.sampler.sample(sample, prompt_ids, self.accelerator.device.type)
+        start = time.perf_counter()
+        completion_ids, logprobs = self.sampler.sample(sample, prompt_ids, self.accelerator.device.type)
+        if self.model.training:  # what a generated token costs, as the trainer samples (sampling.precision)
+            seconds, tokens = time.perf_counter() - start, sum(len(ids) for ids in completion_ids)
+            self.record_metric("sampling/seconds", seconds)
+            self.record_metric("sampling/seconds_per_token", seconds / max(tokens, 1))
+        return completion_ids, logprobs
 
     def _generate(self, prompts):
         out = super()._generate(prompts)
