@@ -59,6 +59,22 @@ def test_a_single_kl_spike_does_not_warn(cb, tmp_path):
     assert warned == []
 
 
+def test_a_sampler_drifting_from_the_trainer_warns_with_what_to_do(cb, tmp_path):
+    """sampling.precision below the trainer's: sampling/kl (nat a token) averaged over the
+    window above health.max_sampler_kl."""
+    h, warned = health(cb, tmp_path, window=2, max_sampler_kl=0.02, flat_window=0)
+    for step, kl in enumerate([0.001, 0.03, 0.02, 0.05], start=1):  # window means 0.0155, 0.025, 0.035
+        h.check(step, {"reward": 0.0, "reward_std": 0.1, "sampling/kl": kl})
+    assert [(e["step"], e["check"]) for e in h.events] == [(3, "sampler_kl")]  # reported once while it lasts
+    assert h.events[0]["value"] == pytest.approx(0.025)
+    assert "sampling.precision: float32" in warned[0] and "0.0250" in warned[0]
+    h.check(5, {"reward": 0.0, "reward_std": 0.1, "sampling/kl": 0.0})  # mean 0.025: still over
+    h.check(6, {"reward": 0.0, "reward_std": 0.1, "sampling/kl": 0.0})  # mean 0.0: cleared
+    h.check(7, {"reward": 0.0, "reward_std": 0.1, "sampling/kl": 0.1})
+    assert [e["step"] for e in h.events] == [3, 7]
+    assert "sampler kl 0.0010" in summary_line(1, 4, {"reward": 0.1, "sampling/kl": 0.001})
+
+
 def test_adaptive_weights_rule(cb):
     a = cb["AdaptiveWeightsCallback"](AdaptiveSection(target=0.5, rate=1.0, min_factor=0.5, max_factor=2.0),
                                       ["a", "b", "c"], [1.0, 2.0, 1.0])
