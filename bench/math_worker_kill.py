@@ -35,6 +35,8 @@ from multiprocessing import forkserver
 from grpo_rewards_math import pool, rewards, _worker
 
 n, workers, timeout, seed, hang_after = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+import faulthandler
+faulthandler.dump_traceback_later(hang_after + 60, exit=True)  # stuck anywhere (the warm-up too): every stack, then exit
 rng = random.Random(seed)
 keys = [(str(k), str(k + (k % 2))) for k in range(1000, 1000 + n)]  # even k: equal, odd k: not
 expected = [(True, k % 2 == 0) for k in range(1000, 1000 + n)]
@@ -127,6 +129,12 @@ def main() -> int:
                 print(proc.stderr[-6000:], file=sys.stderr)
         except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError) as exc:
             row = {"hang": True, "took": None, "error": type(exc).__name__}
+            out = exc.stdout if isinstance(exc, subprocess.TimeoutExpired) else proc.stdout
+            out = (out.decode() if isinstance(out, bytes) else out or "").strip()
+            if out.startswith("{"):  # the batch was done: the process did not exit
+                row = dict(json.loads(out.splitlines()[-1]), hang=True, error="no exit after the batch")
+            err = exc.stderr if isinstance(exc, subprocess.TimeoutExpired) else proc.stderr
+            print((err.decode() if isinstance(err, bytes) else err or "")[-12000:], file=sys.stderr)
         rows.append(row)
         print(f"  run {run + 1:2d}: {json.dumps(row)}", flush=True)
     hangs = sum(r["hang"] for r in rows)

@@ -315,37 +315,48 @@ def test_a_check_lost_with_its_worker_is_rerun_once_then_counted(monkeypatch):
     assert out == [1.0, 0.0] and metrics["math.correctness/lost"] == 1.0
 
 
-def _kill_checkers_during(batch, kills: int, every: float, workers: int = 2, hang_after: float = 30.0):
-    """Run ``batch()`` in a thread; SIGKILL one of the pool's checkers every ``every``
-    seconds, ``kills`` times, each while the batch is still running. Returns (its result,
-    seconds taken); fails (instead of blocking the suite) when the batch does not end
-    within ``hang_after`` seconds."""
+def _kill_checkers_during(batch, at: tuple, monkeypatch, workers: int = 2, hang_after: float = 30.0):
+    """Run ``batch()`` in a thread; SIGKILL one of the pool's checkers when the share of the
+    first batch's checks done reaches each of ``at`` (so every kill lands inside the batch,
+    however fast the machine). Returns (its result, seconds taken); fails (instead of
+    blocking the suite) when the batch does not end within ``hang_after`` seconds."""
     import random
     import signal
 
+    made = []
+
+    class Recorded(pool._Batch):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(pool, "_Batch", Recorded)
     box = {}
     start = time.monotonic()
     thread = threading.Thread(target=lambda: box.setdefault("out", batch()), daemon=True)
     thread.start()
     rng = random.Random(0)
-    for _ in range(kills):
-        time.sleep(every)
+    for share in at:
+        while time.monotonic() - start < hang_after:
+            if made and sum(f.done() for f in made[0].futures) >= share * len(made[0].futures):
+                break
+            time.sleep(0.02)
         pids = pool.get_pool(workers).pids()
-        assert "out" not in box and pids, "the batch ended before the kill: make it longer"
+        assert "out" not in box and pids, "the batch ended before the kill"
         os.kill(rng.choice(pids), signal.SIGKILL)
-    thread.join(hang_after)
+    thread.join(max(0.0, hang_after - (time.monotonic() - start)))
     assert not thread.is_alive(), f"the batch hung after a checker was killed ({hang_after:g} s)"
     return box["out"], time.monotonic() - start
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL of a checker process")
-def test_a_checker_killed_mid_batch_costs_its_one_task_never_the_batch():
+def test_a_checker_killed_mid_batch_costs_its_one_task_never_the_batch(monkeypatch):
     # issue 55: with pebble's shared task channel, a checker killed while it held the channel's
     # lock left the other checkers waiting on it for ever (2 hangs in 10). Cheap tasks, so that
     # most of the time goes in handing tasks over, where that lock was held. Three kills.
     pool.run(divmod, [(1, 1)] * 4, 5, 2)  # the pool started: the kills hit a batch's workers
-    args = [(k, 7) for k in range(6000)]
-    outcomes, took = _kill_checkers_during(lambda: pool.run(divmod, args, 5, 2), kills=3, every=0.3)
+    args = [(k, 7) for k in range(4000)]
+    outcomes, took = _kill_checkers_during(lambda: pool.run(divmod, args, 5, 2), (0.2, 0.45, 0.7), monkeypatch)
     lost = [i for i, o in enumerate(outcomes) if o.status != "ok"]
     assert all(o.value == divmod(k, 7) for k, o in enumerate(outcomes) if o.status == "ok")  # none answered wrong
     assert len(lost) <= 3 and all(outcomes[i] == pool.Outcome("error", "WorkerDied") for i in lost)
@@ -354,7 +365,7 @@ def test_a_checker_killed_mid_batch_costs_its_one_task_never_the_batch():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL of a checker process")
-def test_math_verdicts_stay_right_when_a_checker_is_killed():
+def test_math_verdicts_stay_right_when_a_checker_is_killed(monkeypatch):
     # what the rewards see: the check lost with the killed worker is run again, so every
     # pair gets its true verdict (even pairs equal, odd ones not), none scored wrong
     from grpo_rewards_math import rewards
@@ -362,7 +373,7 @@ def test_math_verdicts_stay_right_when_a_checker_is_killed():
     base = 20_000 + 1000 * (os.getpid() % 50)
     keys = [(str(k), str(k + k % 2)) for k in range(base, base + 300)]
     rewards._check([("1", "1")] * 4, 5.0, 2)
-    outcomes, _ = _kill_checkers_during(lambda: rewards._check(keys, 5.0, 2), kills=1, every=0.3)
+    outcomes, _ = _kill_checkers_during(lambda: rewards._check(keys, 5.0, 2), (0.3,), monkeypatch)
     assert [o.value for o in outcomes] == [(True, k % 2 == 0) for k in range(base, base + 300)]
 
 
