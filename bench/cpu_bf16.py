@@ -9,7 +9,7 @@ of greedy tokens both sides decode alike (bf16 rounds, so it need not be 1).
     python bench/cpu_bf16.py [--model smollm2-135m] [--batch 8] [--tokens 32] [--length 90] [--runs 3]
     python bench/cpu_bf16.py --tiny        # a tiny random model: a smoke test
 
-The whole quickstart step is a different matter (see docs/training.md, "On a CPU").
+The whole quickstart step is a different matter (see docs/benchmarks.md, "bf16 on a CPU").
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def sampling_autocast(precision: Precision | None, device: str, static_cache: bo
 REFUSED = {
     ("int8", "cpu"): "torch's int8 weight-only product (_weight_int8pack_mm) took 5.8-19x float32's time on "
                      "SmolLM2-135M's shapes, and dynamic int8 quantization sampled 1.0 nat per token away from "
-                     "float32 (docs/training.md)",
+                     "float32 (docs/cpu.md)",
     ("fp8", "cpu"): "no CPU kernel multiplies fp8 matrices faster than bfloat16",
 }
 
