@@ -67,10 +67,13 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 errors=()
 result=
 check() {  # check NAME TEST: one pytest test of the repository's suite against this venv; sets result
-  if (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$2" >"$base/$1.log" 2>&1); then
+  # (a generous time limit: a busy shared machine must not turn a row red)
+  if (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider -o timeout=1200 "$2" >"$base/$1.log" 2>&1); then
     result=pass
   else
-    errors+=("$1: $(grep -m1 -E '^E +[A-Za-z]*(Error|Exception)' "$base/$1.log" | sed 's/^E *//' | cut -c1-200)")
+    local why
+    why=$(grep -m1 -E '^E +[A-Za-z]*(Error|Exception)|^\+{5,} Timeout' "$base/$1.log" | sed 's/^E *//' | cut -c1-200 || true)
+    errors+=("$1: ${why:-see $base/$1.log}")
     result=fail
   fi
 }
