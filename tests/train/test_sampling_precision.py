@@ -226,3 +226,32 @@ def test_without_the_correction_the_samplers_log_probabilities_change_nothing(tr
     plain = _step(train, monkeypatch, tmp_path, "plain", False, *off)
     shifted = _step(train, monkeypatch, tmp_path, "shifted", True, *off)
     assert _same(plain, shifted)
+
+
+def test_a_full_fine_tune_samples_from_its_weights_as_they_are_now(tiny_model):
+    """No LoRA: every weight is trainable, so the bf16 copy is refilled before each generation."""
+    model, _ = load_policy(str(tiny_model), dtype="float32", device="cpu", log=lambda *a: None)
+    model.train()
+    sampler = _sampler(model, "bfloat16")
+    assert sampler.copy.merge is None and not sampler.copy.frozen and sampler.copy.live
+    ids = torch.randint(3, 100, (2, 6))
+    with torch.no_grad(), sampler.weights("cpu"):
+        assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+        before = model(ids).logits
+    with torch.no_grad():  # an update of the float32 weights
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    expected = {n: p.detach().to(torch.bfloat16) for n, p in model.named_parameters()}
+    with torch.no_grad(), sampler.weights("cpu"):
+        assert all(torch.equal(p, expected[n]) for n, p in model.named_parameters())
+        assert not torch.equal(model(ids).logits, before)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_dynamic_sampling_merges_the_corrected_batches(train, tmp_path):
+    """Dynamic sampling's rounds each carry their importance ratios; the merged batch trains."""
+    train("--max_steps", "2", "--sampling.precision", "bf16", "--sampling.dynamic", "true",
+          "--sampling.max_rounds", "3", "--vllm_importance_sampling_mode", "token_truncate", out=tmp_path / "d")
+    steps = [json.loads(x) for x in (tmp_path / "d" / "metrics.jsonl").read_text().splitlines()]
+    logged = [s for s in steps if "sampling/kl" in s]
+    assert len(logged) == 2 and all(abs(s["sampling/kl"]) < 0.05 for s in logged)
