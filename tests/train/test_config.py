@@ -287,3 +287,24 @@ def test_file_system_errors_read_as_one_line_with_the_fix():
                               "data/0: file write failed, unexpected pos 8384 vs 8278")
     assert describe_os_error(torch_full).startswith("saving failed, most likely a full disk")
     assert describe_os_error(RuntimeError("something else")) is None
+
+
+def test_config_yaml_re_runs_the_same_run(grpo, tiny_model, tmp_path):
+    """config.yaml keeps every section a run is trained with: re-read, it is the same config
+    (sampling, learning, held-out and rollout-log settings included, not only the defaults')."""
+    from dataclasses import asdict
+
+    out = tmp_path / "run"
+    code, _, err = grpo(str(TINY), "--max_steps", "1", "--learning.method", "zvp(alpha=0.2)", "--learning.metric", "test.digits", "--sampling.dynamic", "true",
+                        "--sampling.max_rounds", "2", "--heldout.prompts", "3", "--log.rollouts", "2",
+                        "--sampling.precision", "float32", out=out)
+    assert code == 0, err
+    again = load_config(out / "config.yaml", [])
+    assert (again.learning.method, again.learning.metric) == ("zvp(alpha=0.2)", "test.digits")
+    assert (again.sampling.dynamic, again.sampling.max_rounds, again.sampling.precision) == (True, 2, "float32")
+    assert again.heldout.prompts == 3 and again.log.rollouts == 2
+    first = load_config(TINY, ["--learning.method", "zvp(alpha=0.2)", "--learning.metric", "test.digits", "--sampling.dynamic", "true",
+                               "--sampling.max_rounds", "2", "--heldout.prompts", "3", "--log.rollouts", "2",
+                               "--sampling.precision", "float32", "--model.id", str(tiny_model)])
+    for name in ("sampling", "learning", "heldout", "log", "health"):
+        assert asdict(getattr(again, name)) == asdict(getattr(first, name)), name

@@ -307,6 +307,8 @@ def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
     data["health"] = asdict(cfg.health)
     if cfg.adaptive is not None:
         data["adaptive_weights"] = asdict(cfg.adaptive)
+    for name in ("sampling", "learning", "heldout", "log"):  # every section a run is re-run with
+        data[name] = asdict(getattr(cfg, name))
     header = f"# grpo train: resolved configuration (device: {device}); re-run with grpo train {root / RESOLVED}\n"
     path = root / RESOLVED
     path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
