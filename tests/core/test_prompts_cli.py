@@ -140,8 +140,10 @@ def _commands_named() -> dict[tuple[str, ...], set[str]]:
 
 def test_messages_and_docs_name_only_commands_that_exist(capsys, register_plugin):
     import grpo_acme
+    import grpo_rewards_judge
 
     register_plugin(grpo_acme, name="acme")  # the guide's example plugin adds `grpo acme-lengths`
+    register_plugin(grpo_rewards_judge, name="judge")  # and the judge's `grpo judge calibrate`
     found = _commands_named()
     assert ("prompts", "list") in found and ("rewards", "check") in found  # the scan reads them
     missing = {}

@@ -137,8 +137,8 @@ def test_transformers_too_old_for_environments(grpo, tmp_path, monkeypatch):
     code, out, err = dry_run(grpo, tmp_path, "dataset: {name: toy_guess}\nenvironment: guess_number\n")
     assert code == 2
     # grpo itself asks for transformers >= 5.2 (environments' own minimum too): said at start-up
-    assert ("transformers 5.1.0 is installed; grpo is tested with transformers>=5.2,<6 and relies on its "
-            "internals: pip install 'transformers>=5.2,<6'") in err
+    assert ("transformers 5.1.0 is installed; grpo is tested with transformers>=5.3,<6 and relies on its "
+            "internals: pip install 'transformers>=5.3,<6'") in err
 
 
 TOOLS = '''

@@ -255,15 +255,18 @@ class FastSampling:
             self.size_cache(prompt_ids)
         with self.context(device), sampled_logprobs() if self.corrects else contextlib.nullcontext() as drawn:
             try:
-                completion_ids, logprobs = generate()
+                sampled = generate()
             except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
                 if not self.fast:
                     raise
                 self.log(fast_failed_message(exc))
                 self.fast = False
                 disable_fast_generation(self.config)
-                completion_ids, logprobs = generate()
-        if drawn is not None and logprobs is None:
+                sampled = generate()
+        if drawn is None:
+            return sampled
+        completion_ids, logprobs = sampled
+        if logprobs is None:
             logprobs = drawn.rows([len(ids) for ids in completion_ids])
         return completion_ids, logprobs
 
