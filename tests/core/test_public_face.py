@@ -1,5 +1,6 @@
-"""The names DESIGN.md fixes, and the module names plugins import, work as before the
-rooms: ``from grpo_core import ...`` and ``grpo_core.text`` & co. are the moved modules."""
+"""The names the design contract (docs/design.md) fixes, and the module names plugins import,
+work as before the rooms: ``from grpo_core import ...`` and ``grpo_core.text`` & co. are the
+moved modules; ``grpo_core.methods`` is what a learning method sees and returns."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import grpo_core
 
 DESIGN = ["hookimpl", "list_rewards", "get_reward", "compose_rewards", "list_datasets", "load_dataset"]
 ALIASES = {"text": "base.text", "errors": "base.errors", "workers": "base.workers", "datafiles": "data.datafiles",
-           "contract": "authoring.contract", "testing": "authoring.testing"}
+           "contract": "authoring.contract", "testing": "authoring.testing", "methods": "trainer.methods.base"}
 
 
 def words(completions, **kwargs):
@@ -120,3 +121,14 @@ def test_a_reward_by_name_is_a_trl_reward_named_as_registered(monkeypatch):
     assert grpo_core.get_reward("remote.server", url="http://127.0.0.1:9").__name__ == "remote.server"
     funcs, weights = grpo_core.compose_rewards(["remote.server(url='http://127.0.0.1:9'):2.5"])
     assert [f.__name__ for f in funcs] == ["remote.server"] and weights == [2.5]
+
+
+def test_a_learning_method_imports_what_it_sees_and_returns_from_grpo_core_methods():
+    """The plugin-facing classes of ``register_advantages`` (docs/writing-plugins.md)."""
+    import grpo_core.methods as public
+
+    assert {"Scored", "Advantages", "Method", "finite"} <= set(public.__all__)
+    scored = public.Scored(rewards={}, weights=[1.0], advantages=[1.0, -1.0], group_size=2)
+    assert public.Advantages(scored.advantages).rows == [1.0, -1.0] and public.finite(2, "x") == 2.0
+    with pytest.raises(ValueError, match="x must be a finite number, got nan"):
+        public.finite(float("nan"), "x")

@@ -95,7 +95,7 @@ def register_advantages(register: Callable[..., None]) -> None:
     :param register: call once per method. ``factory(**params)`` returns the method,
         an object with ``rows(scored) -> Advantages`` and optionally
         ``tokens(rows, extra, entropies, mask)`` (per-token advantages at loss time);
-        see :mod:`grpo_core.trainer.methods.base`. A config picks one with
+        see :mod:`grpo_core.methods`. A config picks one with
         ``learning.method: NAME`` or ``NAME(key=value)``; its keyword parameters with
         defaults are the method's parameters.
     """

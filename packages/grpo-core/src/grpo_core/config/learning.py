@@ -36,20 +36,25 @@ class Method:
         return f"{self.name}({args})" if args else self.name
 
 
-def parse_method(spec: Any) -> Method:
-    """``zvp`` or ``zvp(alpha=0.1)`` (the reward spec's parameter grammar); anything else
-    (``zvp(``, ``zvp(alpha=0.1) x``, ``(alpha=1)``) is refused, naming it."""
-    form = "write a method's name, or its name and parameters: zvp or zvp(alpha=0.1)"
+def parse_named(spec: Any, key: str, noun: str, example: str) -> tuple[str, dict]:
+    """``(name, params)`` of a setting naming a registered factory, ``zvp`` or
+    ``zvp(alpha=0.1)`` (the reward spec's parameter grammar); anything else (``zvp(``,
+    ``zvp(alpha=0.1) x``, ``(alpha=1)``) is refused, naming ``key`` and the value."""
+    form = f"write a {noun}'s name, or its name and parameters: {example}"
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(f"learning.method is {spec!r}; {form}.")
+        raise ConfigError(f"{key} is {spec!r}; {form}.")
     text = spec.strip()
     name, paren, rest = text.partition("(")
     name = name.strip()
     if not name or (paren and not rest.rstrip().endswith(")")):
         why = "has no name" if not name else "does not end with the ')' closing its parameters"
-        raise ConfigError(f"learning.method {spec!r} {why}; {form}.")
-    params = parse_args(paren + rest, text, what="learning.method") if paren else {}
-    return Method(name, params)
+        raise ConfigError(f"{key} {spec!r} {why}; {form}.")
+    return name, (parse_args(paren + rest, text, what=key) if paren else {})
+
+
+def parse_method(spec: Any) -> Method:
+    """``learning.method`` read (:func:`parse_named`)."""
+    return Method(*parse_named(spec, "learning.method", "method", "zvp or zvp(alpha=0.1)"))
 
 
 def judges_correctness(method: Any) -> bool:
@@ -98,4 +103,4 @@ def check_learning(cfg) -> None:
                               f"'{stage.name}' has {what} (its rewards: {names}); set learning.metric to one of them.")
 
 
-__all__ = ["Method", "parse_method", "metric_of", "check_learning", "judges_correctness"]
+__all__ = ["Method", "parse_method", "parse_named", "metric_of", "check_learning", "judges_correctness"]

@@ -22,7 +22,8 @@ COMMAND_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a word on the comma
 # The command that lists each kind of entry
 LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
                  "system prompt": "grpo prompts list", "probe": "grpo plugins",
-                 "environment": "grpo envs list", "command": "grpo --help"}
+                 "environment": "grpo envs list", "learning method": "grpo methods list",
+                 "command": "grpo --help"}
 
 
 def install_hint(dist: str) -> str:

@@ -8,9 +8,7 @@ completions all score the same teaches nothing.
 from __future__ import annotations
 
 from grpo_core.trainer.methods.base import Advantages, Scored
-
-NAME = "grpo"
-DESCRIPTION = "TRL's group-relative advantage, unchanged (the default)"
+from grpo_core.trainer.methods.builtin import METHODS
 
 
 class Grpo:
@@ -18,9 +16,8 @@ class Grpo:
         return Advantages(scored.advantages)
 
 
+@METHODS.add("grpo", description="TRL's group-relative advantage, unchanged (the default)")
 def grpo() -> Grpo:
     """TRL's group-relative advantage, unchanged."""
     return Grpo()
 
-
-FACTORY = grpo

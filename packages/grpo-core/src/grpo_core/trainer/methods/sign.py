@@ -9,9 +9,7 @@ token, added to TRL's advantage; other groups keep TRL's. Against a fixed refere
 from __future__ import annotations
 
 from grpo_core.trainer.methods.base import Advantages, Scored, finite
-
-NAME = "sign"
-DESCRIPTION = "Flat correctness groups: +scale when all right, -scale when all wrong (a control for zvp)"
+from grpo_core.trainer.methods.builtin import METHODS
 
 
 class Sign:
@@ -25,9 +23,8 @@ class Sign:
         return Advantages(scored.advantages + self.scale * verdicts, shaped=verdicts != 0)
 
 
+@METHODS.add("sign", description="Flat correctness groups: +scale when all right, -scale when all wrong (a control for zvp)")
 def sign(scale: float = 0.1) -> Sign:
     """Flat correctness groups: +scale when all right, -scale when all wrong."""
     return Sign(finite(scale, "sign's scale"))
 
-
-FACTORY = sign

@@ -16,9 +16,7 @@ is 0.1 (0.05 and 0.3 fell back to plain GRPO).
 from __future__ import annotations
 
 from grpo_core.trainer.methods.base import Advantages, Scored, finite
-
-NAME = "zvp"
-DESCRIPTION = "RL-ZVP: flat correctness groups teach through entropy-shaped token advantages (alpha)"
+from grpo_core.trainer.methods.builtin import METHODS
 
 
 class Zvp:
@@ -42,11 +40,10 @@ class Zvp:
         return rows.to(h.device).unsqueeze(1) + self.alpha * shaped
 
 
+@METHODS.add("zvp", description="RL-ZVP: flat correctness groups teach through entropy-shaped token advantages (alpha)")
 def zvp(alpha: float = 0.1) -> Zvp:
     """RL-ZVP's entropy-shaped advantages for flat correctness groups."""
     if finite(alpha, "zvp's alpha") <= 0:
         raise ValueError(f"zvp's alpha must be above 0, got {alpha!r} (the paper's best: 0.1).")
     return Zvp(float(alpha))
 
-
-FACTORY = zvp
