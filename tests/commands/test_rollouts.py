@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from grpo_core.cli import main
-from grpo_core.trainer import rollout_log
+from grpo_core.runfiles import rollouts as rollout_log
 
 
 def record(step, group, completion, correct, brevity, answer="7", extra=""):

@@ -127,3 +127,39 @@ def heavy(module: str, seen: frozenset = frozenset()) -> bool:
 def test_imports_inside_functions_only_where_the_module_imported_is_heavy():
     lazy = [f"{a} -> {b}" for a, b, inside in EDGES if inside and a not in FACE and not heavy(b)]
     assert lazy == []
+
+
+def reach(start: str) -> set[str]:
+    """Every grpo_core module ``start`` imports, through any chain (imports inside functions too)."""
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in EDGES:
+        graph.setdefault(a, set()).add(b)
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+# The commands that read a finished run read its files through runfiles/, never through the
+# trainer that wrote them or run/ (which prepares a training run)
+READERS = ["grpo_core.commands.view", "grpo_core.commands.rollouts"]
+
+
+def test_the_run_folders_readers_import_neither_the_trainer_nor_run():
+    for reader in READERS:
+        bad = sorted(m for m in reach(reader) if m.split(".")[1:2] in (["trainer"], ["run"]))
+        assert bad == [], f"{reader} reaches {bad}"
+        assert any(m.startswith("grpo_core.runfiles") for m in reach(reader))
+    eval_imports = {b for a, b, _ in EDGES if a == "grpo_core.commands.eval"}
+    assert not eval_imports & {"grpo_core.trainer.rollout_log", "grpo_core.trainer.batch", "grpo_core.run.outputs"}
+
+
+def test_no_room_names_its_floor_in_a_docstring():
+    """The floor is the table's (it moves when a room is added): a module docstring saying
+    'Floor 6' was wrong after the next room."""
+    stale = [m for m, tree in MODULES.items()
+             if re.search(r"\bfloor \d+\b", ast.get_docstring(tree) or "", re.I)]
+    assert stale == []

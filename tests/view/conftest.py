@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import grpo_core
-from grpo_core.trainer import rollout_log
+from grpo_core.runfiles import rollouts as rollout_log
 
 # (step, group, prompt, answer, [(completion, right, format)])
 GROUPS = [

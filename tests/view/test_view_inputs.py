@@ -15,7 +15,7 @@ from html import unescape
 import pytest
 
 from grpo_core.cli import main
-from grpo_core.trainer import rollout_log
+from grpo_core.runfiles import rollouts as rollout_log
 
 from .conftest import make_run, rows_of
 from .test_view_pages import get, groups

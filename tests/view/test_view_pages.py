@@ -61,7 +61,7 @@ def test_filters_pick_what_grpo_rollouts_picks(serve_runs, tmp_path):
 
 
 def test_model_text_is_shown_as_text_never_as_markup(serve_runs, tmp_path):
-    from grpo_core.trainer import rollout_log
+    from grpo_core.runfiles import rollouts as rollout_log
 
     run = make_run(tmp_path / "run")
     rows = rollout_log.read(run, steps=[1]).to_pylist()
@@ -103,7 +103,7 @@ def test_bad_runs_are_sentences_on_the_page_and_the_view_serves_on(serve_runs, t
     code, html = get(f"{url}/run/3")  # still serving, and the good run is whole
     assert code == 200 and html.count('<div class="chart"') >= 3 and "flat" in html
     # the run still writing logs step 4: the next page has it
-    from grpo_core.trainer import rollout_log
+    from grpo_core.runfiles import rollouts as rollout_log
 
     rollout_log.write(cut / "rollouts", 4, [dict(r, step=4) for r in rollout_log.read(good, steps=[1]).to_pylist()])
     assert groups(get(f"{url}/run/2/rollouts?steps=3-4")[1]) == [("3", "0"), ("3", "1"), ("4", "0"), ("4", "1")]

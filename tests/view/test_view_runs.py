@@ -9,7 +9,7 @@ import os
 import re
 import time
 
-from grpo_core.trainer import rollout_log
+from grpo_core.runfiles import rollouts as rollout_log
 from grpo_core.view.runs import Run, labels
 
 from .conftest import make_run, rows_of

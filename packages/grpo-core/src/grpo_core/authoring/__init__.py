@@ -1,1 +1,1 @@
-"""Floor 7: for plugin authors: the reward contract suite, the plugin scaffold, tiny test models."""
+"""For plugin authors: the reward contract suite, the plugin scaffold, tiny test models."""

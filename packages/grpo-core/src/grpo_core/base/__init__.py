@@ -1,1 +1,1 @@
-"""Floor 0: errors, problem lists, parameter binding, text helpers, tables, time limits, worker pools. Imports nothing of grpo's."""
+"""Errors, problem lists, parameter binding, text helpers, tables, time limits, worker pools. Imports nothing of grpo's."""

@@ -1,1 +1,1 @@
-"""Floor 5: grpo check (gold self-test, hacking probes), the preflight analysis, the reward manifest."""
+"""``grpo check`` (gold self-test, hacking probes), the preflight analysis, the reward manifest."""

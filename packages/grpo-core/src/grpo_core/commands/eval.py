@@ -15,8 +15,10 @@ from grpo_core.config import models
 from grpo_core.config.grpo_args import default_output_dir
 from grpo_core.config.load import load_config
 from grpo_core.rewards.scoring import RewardStats, score_batch
-from grpo_core.run import model_card, outputs, rollouts
+from grpo_core.run import model_card, rollouts
 from grpo_core.run.prepare import prepare, sampling_settings
+from grpo_core.runfiles.progress import finished, last_checkpoint
+from grpo_core.runfiles.rollouts import finite_or_none, prompt_text
 from grpo_core.trainer import generation
 from grpo_core.trainer.generation import (
     adapter_base,
@@ -25,7 +27,6 @@ from grpo_core.trainer.generation import (
     load_policy,
     run_weights,
 )
-from grpo_core.trainer.rollout_log import finite_or_none, prompt_text
 
 
 def add_parser(sub) -> None:
@@ -112,7 +113,7 @@ def _check_checkpoint(checkpoint: Path, base_id: str) -> None:
 def _stopped_run_checkpoint(root: Path) -> Path | None:
     """The last checkpoint a run that stopped before its final save wrote: in its folder
     or, for a staged run, in a stage's folder (the one written last)."""
-    found = [c for c in (outputs.last_checkpoint(d) for d in (root, *sorted(p for p in root.iterdir() if p.is_dir())))
+    found = [c for c in (last_checkpoint(d) for d in (root, *sorted(p for p in root.iterdir() if p.is_dir())))
              if c is not None]
     return max(found, key=lambda c: (c / "trainer_state.json").stat().st_mtime, default=None)
 
@@ -121,7 +122,7 @@ def _finished_run(cfg) -> Path:
     """The weights of the finished run in the config's output_dir (no ``--checkpoint``),
     said; else an error naming the directory and the fix."""
     root = Path(cfg.value(cfg.stages[0], "output_dir") or default_output_dir(cfg))
-    steps, unfinished = outputs.finished(root, [s.name for s in cfg.stages])
+    steps, unfinished = finished(root, [s.name for s in cfg.stages])
     weights = run_weights(root)
     if unfinished is None and weights == root:
         unfinished = "its final weights (adapter/ or model/) are missing"

@@ -9,9 +9,10 @@ from pathlib import Path
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.tables import clip, number
 from grpo_core.commands import SUMMARIES
-from grpo_core.run.outputs import METRICS, read_jsonl
-from grpo_core.trainer import rollout_log
-from grpo_core.trainer.batch import run_tokens, summary
+from grpo_core.runfiles import METRICS
+from grpo_core.runfiles import rollouts as rollout_log
+from grpo_core.runfiles.jsonl import read_jsonl
+from grpo_core.runfiles.metrics import run_tokens, summary
 from grpo_core.view.filters import correctness_names, empty, group_key, suspect, unknown_columns
 from grpo_core.view.filters import steps as _steps
 from grpo_core.view.filters import where as _where

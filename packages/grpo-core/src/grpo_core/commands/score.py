@@ -24,7 +24,7 @@ from grpo_core.rewards.scoring import (
     RewardStats,
     score_batch,
 )
-from grpo_core.trainer import rollout_log
+from grpo_core.runfiles import rollouts as rollout_log
 
 INPUTS = (".jsonl", ".csv", ".parquet")
 

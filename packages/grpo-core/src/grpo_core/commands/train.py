@@ -8,10 +8,11 @@ import sys
 from grpo_core.commands import SUMMARIES
 from grpo_core.config.load import load_config
 from grpo_core.config.reference import reference
-from grpo_core.run.outputs import check_writable, read_progress
+from grpo_core.run.outputs import check_writable
 from grpo_core.run.prepare import prepare
 from grpo_core.run.resume import decide
 from grpo_core.run.train import run as train
+from grpo_core.runfiles.progress import read_progress
 
 EPILOG = """\
 overrides:

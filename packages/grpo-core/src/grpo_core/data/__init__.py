@@ -1,1 +1,1 @@
-"""Floor 3: dataset adapters, local and hub files, prompts, the pass-rate filter, the core's own default plugin."""
+"""Dataset adapters, local and hub files, prompts, the pass-rate filter, the core's own default plugin."""

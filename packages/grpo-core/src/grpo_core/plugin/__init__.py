@@ -1,1 +1,1 @@
-"""Floor 1: the plugin manager (pluggy) and the registry of what plugins register."""
+"""The plugin manager (pluggy) and the registry of what plugins register."""

@@ -1,1 +1,1 @@
-"""Floor 2: a reward bound to its parameters, specs, gates, local reward files, the failure policy, scoring, environments."""
+"""A reward bound to its parameters, specs, gates, local reward files, the failure policy, scoring, environments."""

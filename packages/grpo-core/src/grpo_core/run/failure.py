@@ -14,7 +14,8 @@ import traceback
 from pathlib import Path
 
 from grpo_core.base.errors import describe_os_error
-from grpo_core.run.outputs import checkpoint_step, is_main_process, last_checkpoint
+from grpo_core.run.outputs import is_main_process
+from grpo_core.runfiles.progress import checkpoint_step, last_checkpoint
 
 PARTIAL = ".incomplete"  # the suffix of a checkpoint folder whose save was cut short
 

@@ -14,7 +14,8 @@ import json
 import re
 from pathlib import Path
 
-from grpo_core.run.outputs import METRICS, RESOLVED, read_jsonl
+from grpo_core.runfiles import METRICS, RESOLVED
+from grpo_core.runfiles.jsonl import read_jsonl
 
 NAME = "README.md"
 MARK = "<!-- grpo model card: written by grpo train (grpo_core/run/model_card.py) -->"

@@ -12,7 +12,6 @@ one file, and an error stops every process with the same message.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -22,14 +21,17 @@ from typing import Any
 
 from grpo_core.base.errors import ConfigError, describe_os_error
 from grpo_core.config.grpo_args import training_values
-
-METRICS = "metrics.jsonl"
-HEALTH = "health.jsonl"
-PLOT = "rewards.png"
-PROGRESS = "progress.json"
-RESOLVED = "config.yaml"
-ROLLOUTS = "rollouts"
-RUN_FILES = (METRICS, HEALTH, PROGRESS, PLOT, RESOLVED, ROLLOUTS, "manifest.json", "adapter", "model", "merged")
+from grpo_core.runfiles import (
+    HEALTH,
+    MANIFEST,
+    METRICS,
+    PLOT,
+    PROGRESS,
+    RESOLVED,
+    ROLLOUTS,
+    RUN_FILES,
+)
+from grpo_core.runfiles.progress import last_checkpoint, read_progress
 
 
 def is_main_process() -> bool:
@@ -48,89 +50,6 @@ def from_main(value: Any = None) -> Any:
     box = [value]
     broadcast_object_list(box, from_process=0)
     return box[0]
-
-
-# ------------------------------------------------------------------ progress
-
-
-def read_progress(root: Path) -> dict:
-    p = root / PROGRESS
-    if p.is_file():
-        try:
-            return json.loads(p.read_text())
-        except json.JSONDecodeError:
-            pass
-    return {"stages": {}}
-
-
-def write_progress(root: Path, progress: dict) -> None:
-    tmp = root / (PROGRESS + ".tmp")
-    tmp.write_text(json.dumps(progress, indent=2) + "\n")
-    tmp.replace(root / PROGRESS)
-
-
-def last_checkpoint(path: Path) -> Path | None:
-    if not path.is_dir():
-        return None
-    best = None
-    for d in path.iterdir():
-        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[11:].isdigit():
-            if (d / "trainer_state.json").is_file() and (best is None or int(d.name[11:]) > int(best.name[11:])):
-                best = d
-    return best
-
-
-def finished(root: Path, stages: list[str]) -> tuple[int, str | None]:
-    """(the steps a ``grpo train`` run in ``root`` trained, why it is not a finished run
-    of ``stages`` or None): progress.json marks a stage done once its final weights are
-    saved; an interrupted or crashed stage has only checkpoints."""
-    if not root.is_dir():
-        return 0, f"{root} does not exist"
-    done = read_progress(root)["stages"]
-    steps = sum(int(done[s].get("steps", 0)) for s in stages if done.get(s, {}).get("done"))
-    left = next((s for s in stages if not done.get(s, {}).get("done")), None)
-    if left is None:
-        return steps, None
-    ckpt = last_checkpoint(root / left) or last_checkpoint(root)
-    if ckpt is not None:
-        return steps, f"stage '{left}' did not finish: its last checkpoint is {ckpt.name}"
-    return steps, f"stage '{left}' was not trained there" if done or (root / METRICS).is_file() else "no grpo train run"
-
-
-def checkpoint_step(checkpoint: Path) -> int:
-    return int(json.loads((checkpoint / "trainer_state.json").read_text()).get("global_step", 0))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """The records of a JSONL file (``metrics.jsonl``); a half-written last line is skipped."""
-    return jsonl_records(path.read_bytes().splitlines()) if path.is_file() else []
-
-
-def jsonl_records(lines) -> list[dict]:
-    """The JSON objects among ``lines`` (text or bytes); a line that is not one is skipped."""
-    out = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            out.append(record)
-    return out
-
-
-def truncate_jsonl(path: Path, max_step: int) -> None:
-    """Keep the records up to ``max_step``: a resumed run writes the rest again."""
-    if not path.is_file():
-        return
-    keep = []
-    for line in path.read_text().splitlines():
-        try:
-            if json.loads(line).get("step", 0) <= max_step:
-                keep.append(line)
-        except json.JSONDecodeError:
-            continue
-    path.write_text("".join(line + "\n" for line in keep))
 
 
 # ------------------------------------------------------------------ a new run
@@ -212,7 +131,7 @@ def _only_its_config(root: Path) -> bool:
     """Does ``root`` hold only what a run writes before its first step (the resolved config,
     the manifest, empty logs)?"""
     for path in root.iterdir():
-        if path.name not in (RESOLVED, "manifest.json", METRICS, HEALTH) or not path.is_file():
+        if path.name not in (RESOLVED, MANIFEST, METRICS, HEALTH) or not path.is_file():
             return False
         if path.name in (METRICS, HEALTH) and path.stat().st_size > 0:
             return False
@@ -315,6 +234,5 @@ def write_resolved(cfg, plans: list, root: Path, device: str) -> Path:
     return path
 
 
-__all__ = ["prepare", "on_main", "put_back", "resumable", "free_name", "check_writable", "last_checkpoint", "finished", "read_progress", "write_progress",
-           "truncate_jsonl", "write_resolved", "is_main_process", "from_main", "METRICS", "HEALTH", "PLOT", "PROGRESS",
-           "RESOLVED"]
+__all__ = ["prepare", "on_main", "put_back", "resumable", "free_name", "check_writable", "write_resolved",
+           "is_main_process", "from_main"]

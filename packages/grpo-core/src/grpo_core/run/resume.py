@@ -38,7 +38,7 @@ from typing import Any
 
 from grpo_core.base.errors import ConfigError
 from grpo_core.base.tables import number
-from grpo_core.run.outputs import checkpoint_step, last_checkpoint
+from grpo_core.runfiles.progress import checkpoint_step, last_checkpoint
 from grpo_core.trainer.exact_resume import SETTINGS
 from grpo_core.trainer.exact_resume import write_settings as write
 

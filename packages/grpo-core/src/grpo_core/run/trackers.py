@@ -31,8 +31,9 @@ from typing import Any
 from transformers import TrainerCallback
 
 from grpo_core.run.heldout import METRIC
-from grpo_core.run.outputs import HEALTH, jsonl_records
-from grpo_core.trainer import rollout_log
+from grpo_core.runfiles import HEALTH
+from grpo_core.runfiles import rollouts as rollout_log
+from grpo_core.runfiles.jsonl import jsonl_records
 
 TABLE_GROUPS = 2  # whole groups per logged step in the rollouts table
 TABLE = "grpo/rollouts"

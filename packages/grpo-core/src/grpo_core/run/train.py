@@ -30,7 +30,7 @@ from grpo_core.config.schema import RunConfig
 from grpo_core.run import failure, model_card, outputs
 from grpo_core.run import resume as rules
 from grpo_core.run.builder import build_trainer, features_of
-from grpo_core.run.outputs import HEALTH, METRICS, PLOT, RESOLVED, is_main_process, last_checkpoint
+from grpo_core.run.outputs import is_main_process
 from grpo_core.run.plotting import plot_rewards
 from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
     Prepared,
@@ -42,8 +42,11 @@ from grpo_core.run.prepare import (  # noqa: F401 - re-exported, as before
     prepare,
 )
 from grpo_core.run.resume import Start
-from grpo_core.trainer import rollout_log
-from grpo_core.trainer.batch import run_tokens, summary
+from grpo_core.runfiles import HEALTH, METRICS, PLOT, RESOLVED
+from grpo_core.runfiles import rollouts as rollout_log
+from grpo_core.runfiles.jsonl import read_jsonl, truncate_jsonl
+from grpo_core.runfiles.metrics import run_tokens, summary
+from grpo_core.runfiles.progress import last_checkpoint, write_progress
 
 
 @dataclass
@@ -198,7 +201,7 @@ def _begin(r: Run, start: Start) -> None:
     if r.main and start.checkpoint is not None:
 
         for name in (METRICS, HEALTH):
-            outputs.truncate_jsonl(r.root / name, r.offset + start.step)
+            truncate_jsonl(r.root / name, r.offset + start.step)
         rollout_log.truncate(r.root / rollout_log.FOLDER, r.offset + start.step)
 
 
@@ -294,7 +297,7 @@ def _run_stage(r: Run, i: int, p: StagePlan, model, tokenizer, result: TrainResu
     _save_final(model, tokenizer, final, trainer)
     r.progress["stages"][name] = {"done": True, "steps": steps, "final": str(final)}
     if r.main:
-        outputs.write_progress(r.root, r.progress)
+        write_progress(r.root, r.progress)
     return model
 
 
@@ -376,7 +379,7 @@ def _finish(r: Run, model, tokenizer, result: TrainResult) -> TrainResult:
           + (", merged/" if result.merged_dir else "")
           + f", {METRICS}, {PLOT}, {RESOLVED}"
           + (f", {HEALTH} ({len(result.health_events)} warnings)" if result.health_events else "") + ".")
-    tokens = summary(*run_tokens(outputs.read_jsonl(root / METRICS)))
+    tokens = summary(*run_tokens(read_jsonl(root / METRICS)))
     if tokens:
         r.log(tokens)
     r.log(f"See it in the browser (curves, every completion with its rewards and advantage): grpo view {root}")

@@ -1,7 +1,7 @@
 """The rollout log's filters, one set for ``grpo rollouts`` and ``grpo view``: a step or a
 range of steps, ``--where COLUMN OP NUMBER``, ``--suspect`` (a correctness reward scores 0
 on its group's best total) and ``--empty`` (empty, truncated, or no answer found). A row is
-a record of the log (:mod:`grpo_core.trainer.rollout_log`) as a dict."""
+a record of the log (:mod:`grpo_core.runfiles.rollouts`) as a dict."""
 
 from __future__ import annotations
 

@@ -6,7 +6,6 @@ only its new files. It reads; it never writes, moves or locks anything in the ru
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -15,50 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_core.base.errors import GrpoError
-from grpo_core.run.outputs import HEALTH, METRICS, PROGRESS, RESOLVED, last_checkpoint
-from grpo_core.trainer import rollout_log
-from grpo_core.trainer.batch import run_tokens, summary
+from grpo_core.runfiles import HEALTH, METRICS, PROGRESS, RESOLVED
+from grpo_core.runfiles import rollouts as rollout_log
+from grpo_core.runfiles.jsonl import read_lines
+from grpo_core.runfiles.metrics import run_tokens, summary
+from grpo_core.runfiles.progress import last_checkpoint, read_stages
 from grpo_core.view import filters, settings
 
 RECENT = 120.0  # seconds: a run that wrote this recently and has no final weights is still training
-
-
-@dataclass
-class Lines:
-    """A JSONL file's records, and the problem with it (a cut-off line) if any."""
-
-    records: list[dict] = field(default_factory=list)
-    problem: str | None = None
-
-
-def read_lines(path: Path) -> Lines:
-    """The records of ``path``; a line that is not JSON is named (the last one: a write in
-    progress; another: damage), and the rest are kept."""
-    out = Lines()
-    try:
-        text = path.read_text(errors="replace")
-    except FileNotFoundError:
-        return out
-    except OSError as exc:  # a directory where the file should be, no permission
-        what = "it is a directory, not a file" if path.is_dir() else f"{type(exc).__name__}: {exc.strerror or exc}"
-        out.problem = (f"{path.name} cannot be read ({what}): grpo train writes it as a file of JSON lines; "
-                       f"what it holds is not shown.")
-        return out
-    lines = text.split("\n")
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            last = n == len(lines) and not text.endswith("\n")
-            out.problem = (f"{path.name}: line {n} is cut off{' (the run may be writing it)' if last else ''}; "
-                           f"the {len(out.records)} records before it are shown." if last else
-                           f"{path.name}: line {n} is not JSON (the file is damaged); it is left out.")
-            continue
-        if isinstance(record, dict):
-            out.records.append(record)
-    return out
 
 
 class _Cached:
@@ -129,8 +92,6 @@ class RolloutLog:
         return sorted({step for step, _ in rollout_log.files(self.folder)})
 
     def _load(self, entry: StepFile) -> None:
-        import pyarrow.parquet as pq
-
         try:
             st = entry.path.stat()
         except OSError:
@@ -141,7 +102,7 @@ class RolloutLog:
             return
         entry.memo = {}
         try:
-            columns = pq.read_table(entry.path).to_pydict()  # (and zipped: 2.5 times faster than to_pylist)
+            columns = rollout_log.read_file(entry.path).to_pydict()  # (and zipped: 2.5 times faster than to_pylist)
             keys = list(columns)
             entry.columns = tuple(keys)
             entry.rows, entry.error = [dict(zip(keys, values)) for values in zip(*columns.values())], None
@@ -149,6 +110,9 @@ class RolloutLog:
             for i, r in enumerate(entry.rows):
                 grouped.setdefault(filters.group_key(r), []).append(i)
             entry.groups = list(grouped.items())
+        except GrpoError as exc:  # a newer format: said as it is
+            entry.rows, entry.groups, entry.columns = [], [], ()
+            entry.error = f"{exc} Its step is left out."
         except Exception as exc:  # noqa: BLE001 - any damage: named on the page, the other steps served
             entry.rows, entry.groups, entry.columns = [], [], ()
             entry.error = (f"{self.folder.name}/{entry.path.name} cannot be read ({type(exc).__name__}: "
@@ -326,24 +290,6 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
-def read_stages(path: Path) -> tuple[dict[str, dict], str | None]:
-    """progress.json's stages (``{name: {"done": true, "steps": N, "final": DIR}}``; {} when the
-    file is absent), and a sentence when it cannot be read."""
-    try:
-        if path.stat().st_size > 1 << 20:
-            return {}, f"{PROGRESS} is over 1 MiB (grpo train writes a few lines): ignored."
-        data = json.loads(path.read_text(errors="replace"))
-    except FileNotFoundError:
-        return {}, None
-    except (OSError, ValueError, RecursionError) as exc:
-        what = "it is a directory" if path.is_dir() else type(exc).__name__
-        return {}, f"{PROGRESS} cannot be read ({what}): the run's state is judged from its other files."
-    stages = data.get("stages") if isinstance(data, dict) else None
-    if not isinstance(stages, dict):
-        return {}, f"{PROGRESS} holds no 'stages' mapping: the run's state is judged from its other files."
-    return {str(k): v for k, v in stages.items() if isinstance(v, dict)}, None
-
-
 def labels(paths: list[Path]) -> list[str]:
     """Each path's label: the fewest last parts of its absolute path that no other path ends
     with (``A/run``, ``B/run``; just ``run`` when it is the only one); the same path given
@@ -366,4 +312,4 @@ def runs_of(paths: list[Path]) -> list[Run]:
     return [Run(Path(p), i, name) for i, (p, name) in enumerate(zip(paths, labels(paths)))]
 
 
-__all__ = ["Run", "RolloutLog", "State", "read_lines", "read_stages", "labels", "runs_of", "RECENT"]
+__all__ = ["Run", "RolloutLog", "State", "labels", "runs_of", "RECENT"]

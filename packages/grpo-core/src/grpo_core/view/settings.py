@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_core.run.outputs import RESOLVED
+from grpo_core.runfiles import RESOLVED
 
 MAX_BYTES = 512 * 1024  # grpo train's config.yaml is a few KiB
 MAX_KEYS = 2000  # dotted keys kept of one config
