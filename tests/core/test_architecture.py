@@ -163,3 +163,22 @@ def test_no_room_names_its_floor_in_a_docstring():
     stale = [m for m, tree in MODULES.items()
              if re.search(r"\bfloor \d+\b", ast.get_docstring(tree) or "", re.I)]
     assert stale == []
+
+
+# The learning choices a config names by registry: each kind a folder of the trainer's room
+CHOICES = {"grpo_core.trainer.methods": "trainer/methods/", "grpo_core.trainer.samplers": "trainer/samplers/"}
+
+
+def test_learning_choices_live_in_the_trainers_room_and_are_reached_by_name():
+    """Methods and prompt samplers are the trainer's, named on the architecture page; nothing
+    outside trainer/ imports them (config/ checks a setting through the registry, the
+    plugin manager loads each folder as a default plugin, by its name)."""
+    from grpo_core.plugin.plugins import DEFAULT_PLUGINS
+
+    text = DOC.read_text()
+    for package, folder in CHOICES.items():
+        assert package in MODULES and floor_of(package) == FLOORS["trainer"], package
+        assert f"`{folder}`" in text and package in DEFAULT_PLUGINS
+        outside = sorted(f"{a} -> {b}" for a, b, _ in EDGES if (b == package or b.startswith(package + "."))
+                         and not a.startswith("grpo_core.trainer") and a not in ALIASES)
+        assert outside == []

@@ -74,6 +74,27 @@ def test_base_class_fails_for_a_bad_reward():
         Bad().test_plain_completions()
 
 
+def slow(completions, **kwargs):
+    import time
+
+    time.sleep(0.2)
+    return [0.0] * len(completions)
+
+
+def test_a_contract_class_sets_the_hostile_batchs_time_limit():
+    class Hurried(RewardContract):
+        reward = staticmethod(slow)
+        max_seconds = 0.1
+
+    with pytest.raises(AssertionError, match=r"took 0\.\ds for 22 hostile completions \(limit 0\.1s\)"):
+        Hurried().test_hostile_text()
+
+    class Patient(RewardContract):  # the default, 30 s
+        reward = staticmethod(slow)
+
+    Patient().test_hostile_text()
+
+
 async def async_length(completions, **kwargs):
     return [float(len(str(c)) % 7) for c in completions]
 

@@ -223,3 +223,37 @@ def test_log_probabilities_give_the_probability_of_yes(judge_plugin):
         values = reward(judge, "judge.pairwise")([chat("one"), chat("two")], group_size=2)
         # (0, 1): P(first) 1/3 -> 0 gets 1/3, 1 gets 2/3; (1, 0): the same for 1 first -> means 1/2 each
         assert values == [pytest.approx(0.5), pytest.approx(0.5)]
+
+
+def test_no_server_fails_the_batch_once_and_then_at_once_until_the_cooldown(judge_plugin):
+    from grpo_core.rewards.policy import CheckGuard
+
+    from .conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    # backoff 1 s, 2 retries: an item waits at least 1.5 s (jitter 0.5-1) before it fails alone
+    func = grpo_core.get_reward("judge.yesno", url=url, cache="off", recheck=0, backoff=1.0, retries=2)
+    start = time.perf_counter()
+    with pytest.raises(JudgeUnavailable, match=r"cannot be reached \(ConnectionRefusedError.* after 3 tries; is the "
+                                               r"server running there"):
+        scored(func, [f"Answer: {i}" for i in range(64)])
+    assert time.perf_counter() - start < 20  # the batch fails with its first item, not after 64 x >= 1.5 s
+    # as grpo check and training call it: the batch raised, so the policy tries each item alone; each fails at
+    # once (without the cooldown: 64 x >= 1.5 s of backoff, 96 s at least, whatever the machine's load)
+    start = time.perf_counter()
+    guard = CheckGuard(func, log=lambda *_: None)
+    values, _ = scored(guard, [f"Answer: {i}" for i in range(64)])
+    assert values == [None] * 64 and guard.failed == 64 and time.perf_counter() - start < 60
+    with pytest.raises(JudgeUnavailable, match=r"not asked again for \d+s"):
+        scored(func, ["Answer: 4"])
+
+
+def test_a_question_the_judge_refuses_alone_does_not_count_it_down(judge_plugin):
+    # a 400 (a prompt too long for the judge) fails that question only: the judge is up
+    refuses_long = lambda r: Answer(status=400, content="too long") if "long" in r.response else exact(r)  # noqa: E731
+    with FakeJudge(refuses_long) as judge:
+        func = reward(judge)
+        with pytest.raises(JudgeUnavailable, match=r"answered none of 1 questions: answered 400"):
+            scored(func, ["long Answer: 4"])  # as grpo's guard calls a batch's items one by one
+        assert scored(func, ["Answer: 4"])[0] == [1.0]  # asked at once, not 'not asked again for 30s'
+        assert judge.requests == 2

@@ -89,6 +89,9 @@ class TestJudgeYesnoPassesTheContractOnTransformersServe(RewardContract):
 
     reward = "judge.yesno"
     plugin = grpo_rewards_judge
+    # the hostile batch's 22 questions through transformers serve, one generation at a time: 37-43 s on
+    # 2 cores shared with other work (the suite's 30 s is for a reward computed in process)
+    max_seconds = 180.0
 
     @pytest.fixture(autouse=True)
     def _judge(self, served_judge, judge_plugin):
@@ -97,7 +100,7 @@ class TestJudgeYesnoPassesTheContractOnTransformersServe(RewardContract):
 
 
 class TestJudgeRubricPassesTheContractOnTransformersServe(TestJudgeYesnoPassesTheContractOnTransformersServe):
-    """(one item: the hostile batch's 22 questions within the suite's 30 s on a loaded 2-core machine)"""
+    """(one item: the hostile batch is 22 questions, as for judge.yesno)"""
 
     reward = "judge.rubric"
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import cache as answers
+from . import client as clients
 from .client import JudgeUnavailable, Reply, client
 from .settings import Settings
 
@@ -105,7 +106,10 @@ def ask(s: Settings, users: list[str], read: Callable[[Reply], float | None], so
             ledger.first_unparsed = ledger.first_unparsed if ledger.first_unparsed is not None else reply.answer
         out.append(value)
     if all(v is NO_ANSWER for v in out):
-        raise JudgeUnavailable(f"the judge ({s.judge}) answered none of {len(out)} questions: {ledger.first_error}")
+        reason = f"the judge ({s.judge}) answered none of {len(out)} questions: {ledger.first_error}"
+        if not all(replies[k].item_only for k in keys):  # not only questions it refused (a 400): it is down
+            client(s.endpoint, s.concurrency).mark_down(reason)
+        raise JudgeUnavailable(reason)
     return out
 
 
@@ -165,10 +169,12 @@ def report(name: str, s: Settings, ledger: Ledger, kwargs: dict, completions: in
 
 
 def reset() -> None:
-    """Forget the warnings given and the rechecks made (tests, a new run in the same process)."""
+    """Forget the warnings given, the rechecks made and the judges found down (tests, a new run
+    in the same process)."""
     with _lock:
         _warned.clear()
         _recheck_left.clear()
+    clients.reset()
 
 
 __all__ = ["NO_ANSWER", "Ledger", "ask", "report", "reset", "warn"]

@@ -7,7 +7,10 @@ server, Ollama, ``transformers serve``, hosted APIs), standard library only.
 - 429, 408 and 5xx answers, time-outs and dropped connections retried ``retries`` times with
   exponential backoff and jitter (a ``Retry-After`` of up to :data:`MAX_WAIT` seconds is
   honoured); a 401, 403 or 404 stops the batch at once (:class:`JudgeUnavailable`: the key, the
-  address or the model is wrong); another 4xx (a prompt too long) fails that item only;
+  address or the model is wrong), and so does a refused connection after its retries (no
+  server there); another 4xx (a prompt too long) fails that item only;
+- a judge that answered nothing is not asked again for :data:`COOLDOWN` seconds: grpo's failure
+  policy retries a failed batch item by item, and each item then fails at once;
 - the reward's own time limit (``health.reward_time_limit``, ``time_limit:``) bounds the whole
   call: when it interrupts the waiting thread, queued requests are dropped and those in flight
   are cut, so nothing keeps running after it;
@@ -26,6 +29,7 @@ import random
 import re
 import socket
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -34,6 +38,7 @@ from . import parse
 
 MAX_BODY = 4 << 20  # bytes of one answer read at most
 MAX_WAIT = 30.0  # seconds of Retry-After honoured at most (backoff is capped there too)
+COOLDOWN = 30.0  # seconds a judge that could answer nothing is not asked again (each call fails at once)
 RETRY = frozenset({408, 425, 429, 500, 502, 503, 504})
 FATAL = {401: "refused the API key", 403: "refused the request (forbidden)",
          404: "has no chat completions endpoint there, or no such model"}
@@ -62,6 +67,7 @@ class Reply:
     requests: int = 0  # HTTP requests it took, retries included
     error: str | None = None  # no answer: why (after the retries)
     cached: bool = False
+    item_only: bool = False  # no answer for this question alone (a 400: a prompt too long), the judge is up
 
 
 def chat_url(url: str) -> str:
@@ -148,6 +154,7 @@ class Client:
         self.host, self.port, self.path = parts.hostname, parts.port, parts.path
         self.pool = _Pool(concurrency)
         self.local = threading.local()
+        self.down_until, self.down_reason = 0.0, ""
 
     # ------------------------------------------------------------ a batch
 
@@ -156,26 +163,36 @@ class Client:
         answer words whose log-probabilities give ``Reply.p``."""
         if not bodies:
             return []
+        left = self.down_until - time.monotonic()
+        if left > 0:  # grpo's failure policy retries a failed batch item by item: each fails at once
+            raise JudgeUnavailable(f"{self.down_reason} (not asked again for {left:.0f}s)")
         call = _Call()
         key = os.environ.get(self.endpoint.api_key_env) or None
         futures = [self.pool.submit(self._one, json.dumps(b).encode("utf-8"), soft, key, call) for b in bodies]
         try:
             return [f.result() for f in futures]
-        except BaseException:  # a time limit (RewardTimeout), Ctrl-C, or a JudgeUnavailable
+        except BaseException as exc:  # a time limit (RewardTimeout), Ctrl-C, or a JudgeUnavailable
             for f in futures:
                 f.cancel()
             call.stop()
+            if isinstance(exc, JudgeUnavailable):
+                self.mark_down(str(exc))
             raise
+
+    def mark_down(self, reason: str) -> None:
+        """The judge answered nothing: for :data:`COOLDOWN` seconds every call fails at once
+        with ``reason`` (a dead server would otherwise cost its retries on every item)."""
+        self.down_until, self.down_reason = time.monotonic() + COOLDOWN, reason
 
     # ------------------------------------------------------------ one request, retried
 
     def _one(self, body: bytes, soft: tuple[str, str] | None, key: str | None, call: _Call) -> Reply:
         e = self.endpoint
-        why, requests, tokens = "", 0, 0
+        why, requests, tokens, refused = "", 0, 0, False
         for attempt in range(e.retries + 1):
             if call.cancel.is_set():
                 return Reply(error="cancelled (the reward's time limit)", requests=requests)
-            wait = None
+            wait, refused = None, False
             requests += 1
             try:
                 status, headers, data = self._post(body, key, call)
@@ -183,6 +200,7 @@ class Client:
                 why = f"no answer within {e.timeout:g}s"
             except (OSError, http.client.HTTPException) as exc:
                 why = f"cannot be reached ({type(exc).__name__}: {_redact(str(exc), key)[:200]})"
+                refused = isinstance(exc, (ConnectionRefusedError, socket.gaierror))
             else:
                 if status == 200:
                     reply = self._reply(data, soft, key)
@@ -194,12 +212,15 @@ class Client:
                                            + _fix(status, e.api_key_env))
                 why = f"answered {status}: {detail!r:.200}"
                 if status not in RETRY:
-                    return Reply(error=why, requests=requests)
+                    return Reply(error=why, requests=requests, item_only=True)
                 wait = _retry_after(headers.get("retry-after"))
             if attempt < e.retries:
                 delay = wait if wait is not None else min(e.backoff * 2 ** attempt, MAX_WAIT) * random.uniform(0.5, 1)
                 if call.cancel.wait(delay):
                     return Reply(error="cancelled (the reward's time limit)", requests=requests)
+        if refused:  # no server there: every other request of the batch would wait out its retries too
+            raise JudgeUnavailable(f"the judge at {e.url} {why} after {e.retries + 1} tries; is the server running "
+                                   f"there (url=)?")
         return Reply(error=f"{why} ({e.retries + 1} tries)", requests=requests)
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -286,6 +307,14 @@ def client(endpoint: Endpoint, concurrency: int) -> Client:
         if k not in _clients:
             _clients[k] = Client(endpoint, concurrency)
         return _clients[k]
+
+
+def reset() -> None:
+    """Every judge counts as up again (:func:`grpo_rewards_judge.ask.reset`: tests, a new run in
+    the same process)."""
+    with _clients_lock:
+        for c in _clients.values():
+            c.down_until = 0.0
 
 
 __all__ = ["Client", "Endpoint", "JudgeUnavailable", "Reply", "chat_url", "client", "MAX_BODY", "RETRY"]

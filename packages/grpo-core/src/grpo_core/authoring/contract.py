@@ -298,13 +298,14 @@ class RewardContract:
     params: dict | None = None
     columns: dict | None = None
     plugin: Any = None  # a plugin module: registered in process unless already loaded
+    max_seconds: float = 30.0  # the hostile batch's time limit (a reward asking a server may need more)
 
     def _results(self) -> dict[str, CheckResult]:
         cache = type(self).__dict__.get("_cache")
         if cache is None:
             registered = _register_plugin(self.plugin)
             try:
-                cache = {r.name: r for r in check_reward(self.reward, self.params, self.columns)}
+                cache = {r.name: r for r in check_reward(self.reward, self.params, self.columns, self.max_seconds)}
             finally:
                 if registered:
 
