@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("grpo-core", "grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code",
-            "grpo-reasoning-gym")
+            "grpo-reasoning-gym", "grpo-rewards-judge")
 
 
 def version_of(package: str) -> str:

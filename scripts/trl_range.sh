@@ -107,6 +107,6 @@ works=$([ "$private" = pass ] && [ "$bare" = pass ] && [ "$smoke" = pass ] && ec
 accepted=$([ "$start" = accepted ] && echo yes || echo no)
 if [ "$works" != "$accepted" ]; then
   echo "trl_range: INCONSISTENT: the checks say works=$works but the start check says ${start%%:*}: fix TESTED in" \
-    "grpo_core/run/prepare.py, the bounds in packages/grpo-core/pyproject.toml and docs/trl-versions.md" >&2
+    "grpo_core/run/versions.py, the bounds in packages/grpo-core/pyproject.toml and docs/trl-versions.md" >&2
   exit 1
 fi

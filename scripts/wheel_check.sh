@@ -13,7 +13,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-python3}
-PACKAGES=(grpo-core grpo-rewards-math grpo-rewards-format grpo-datasets grpo-rewards-code grpo-reasoning-gym)
+PACKAGES=(grpo-core grpo-rewards-math grpo-rewards-format grpo-datasets grpo-rewards-code grpo-reasoning-gym
+          grpo-rewards-judge)
 work=${WHEEL_CHECK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/grpo-wheels-XXXXXX")}
 mkdir -p "$work"
 if [ -n "$(ls -A "$work")" ]; then
@@ -84,13 +85,12 @@ mkdir "$work/run"
 cd "$work/run"
 unset PYTHONPATH GRPO_PLUGINS  # every installed plugin loads, as for a user
 export PATH="$work/venv/bin:$PATH" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-"$py" - "$repo" <<'EOF' || fail "the installed packages are not the wheels"
+"$py" - "$repo" "${PACKAGES[@]}" <<'EOF' || fail "the installed packages are not the wheels"
 import json, sys
 from importlib.metadata import distribution
 repo = sys.argv[1]
 assert not [p for p in sys.path if p.startswith(repo)], sys.path
-for name in ("grpo-core", "grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code",
-             "grpo-reasoning-gym"):
+for name in sys.argv[2:]:
     d = distribution(name)
     url = json.loads(d.read_text("direct_url.json") or "{}")
     where = str(d.locate_file(""))

@@ -4,7 +4,6 @@ suite; every entry is well formed; docs/plugins.md's table is written from it.""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -20,14 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 HOOKS = {name for name, fn in vars(hookspecs).items() if inspect.isfunction(fn) and hasattr(fn, "grpo_spec")}
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("plugin_directory", ROOT / "scripts" / "plugin_directory.py")
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-DIRECTORY = _script()
+DIRECTORY = _script("plugin_directory")
+CONTRACT = _script("wheel_contract")  # served(): a contract entry's test server, as the wheel job starts it
 ENTRIES = DIRECTORY.load()
 LOCAL = [e for e in ENTRIES if DIRECTORY.is_local(e)]
 
@@ -111,24 +111,12 @@ def test_a_listed_plugin_passes_the_reward_contract_suite(entry, register_plugin
     failed = {}
     for name in names:
         how = (entry.get("contract") or {}).get(name, {})
-        with _server(how.get("server")) as served:  # e.g. a judge reward's test double judge
+        with CONTRACT.served(how.get("server")) as served:  # e.g. a judge reward's test double judge
             bad = [str(r) for r in check_reward(name, {**served, **(how.get("params") or {})}, how.get("columns"))
                    if not r.ok]
         if bad:
             failed[name] = bad
     assert failed == {}
-
-
-@contextlib.contextmanager
-def _server(ref: str | None):
-    """A contract entry's ``server: module:function``: a context manager yielding the parameters
-    (a url) of a server the reward needs, up while its contract suite runs."""
-    if not ref:
-        yield {}
-        return
-    module, _, function = ref.partition(":")
-    with getattr(importlib.import_module(module), function)() as params:
-        yield params
 
 
 def test_the_page_is_written_from_the_list():

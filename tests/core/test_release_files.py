@@ -114,22 +114,30 @@ def test_release_check_holds_the_tag_to_every_packages_version_and_the_changelog
 
     ours = version("grpo-core")
     ok = _run(sys.executable, "scripts/release_check.py", f"v{ours}")
-    assert (ok.returncode, ok.stdout.strip()) == (0, f"release_check: 6 packages at {ours}, CHANGELOG.md has its "
+    assert (ok.returncode, ok.stdout.strip()) == (0, f"release_check: 7 packages at {ours}, CHANGELOG.md has its "
                                                      f"section")
     wrong = _run(sys.executable, "scripts/release_check.py", "v9.9.9")
     assert wrong.returncode == 1
     lines = wrong.stdout.strip().splitlines()
     assert lines[0] == f"release_check: grpo-core is version {ours} in packages/grpo-core/pyproject.toml, not 9.9.9"
-    assert len(lines) == 7 and lines[-1] == ("release_check: CHANGELOG.md has no '## 9.9.9' section: say what the "
+    assert len(lines) == 8 and lines[-1] == ("release_check: CHANGELOG.md has no '## 9.9.9' section: say what the "
                                              "release changes, per package")
     assert _run(sys.executable, "scripts/release_check.py", "0.1").returncode == 2
+
+
+def test_every_package_is_built_by_the_wheel_job_and_versioned_by_the_release_check():
+    assert len(PACKAGES) == 7 and "grpo-rewards-judge" in PACKAGES  # packages/*/pyproject.toml
+    script = (ROOT / "scripts" / "wheel_check.sh").read_text()
+    built = re.search(r"^PACKAGES=\(([^)]*)\)", script, re.M)[1].split()
+    assert built[0] == "grpo-core" and sorted(built) == PACKAGES  # the contract suite runs on built[1:]
+    released = re.search(r"^PACKAGES = \(([^)]*)\)", (ROOT / "scripts" / "release_check.py").read_text(), re.M)[1]
+    assert sorted(re.findall(r'"([\w-]+)"', released)) == PACKAGES
 
 
 def test_the_changelog_has_a_section_per_published_package():
     text = (ROOT / "CHANGELOG.md").read_text()
     release = text.split("\n## 0.1.0", 1)[1].split("\n## ", 1)[0]
-    for package in ("grpo-core", "grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code",
-                    "grpo-reasoning-gym"):
+    for package in PACKAGES:
         assert f"\n### {package} 0.1.0\n" in release, package
 
 
@@ -142,3 +150,52 @@ def test_the_license_is_in_the_root_and_every_package_and_each_package_declares_
         assert '\nlicense = "Apache-2.0"\n' in pyproject and '\nlicense-files = ["LICENSE"]' in pyproject, package
         assert 'requires = ["setuptools>=77"]' in pyproject, package  # PEP 639's fields need 77
 
+
+
+# ---------------------------------------------------------------- the TRL range
+
+TABLE_PAGE = ROOT / "docs" / "trl-versions.md"
+
+
+def _table() -> list[dict]:
+    """The rows of docs/trl-versions.md's table, as scripts/trl_range.sh printed them."""
+    rows = re.findall(r"^\| (\d[\d.]*) \| (\d[\d.]*) \| (pass|fail) \| (pass|fail) \| (pass|fail) \| (accepted|refused) \|",
+                      TABLE_PAGE.read_text(), re.M)
+    return [dict(zip(("trl", "transformers", "private", "bare", "smoke", "start"), row)) for row in rows]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = [int(p) for p in version.split(".")]
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def test_the_table_measured_the_versions_the_range_job_runs():
+    rows = _table()
+    matrix = WORKFLOWS["trl-range.yml"]["jobs"]["trl"]["strategy"]["matrix"]["include"]
+    assert sorted({r["trl"] for r in rows}) == sorted({m["trl"] for m in matrix})
+    lowest = re.search(r'"transformers>=([\d.]+),', (ROOT / "packages/grpo-core/pyproject.toml").read_text())[1]
+    pinned = [m["transformers"] for m in matrix if "transformers" in m]
+    assert _release(lowest) in [_release(p) for p in pinned], pinned  # 5.3.0 is 5.3
+    for version in pinned:
+        assert any(r["transformers"] == version for r in rows), f"no row for transformers {version}"
+
+
+def test_what_passes_is_accepted_at_start_and_what_fails_is_refused():
+    from grpo_core.run.versions import version_problem
+
+    for row in _table():
+        works = all(row[k] == "pass" for k in ("private", "bare", "smoke"))
+        assert (row["start"] == "accepted") == works, row  # what the job saw
+        now = version_problem("trl", row["trl"]) is None and version_problem("transformers", row["transformers"]) is None
+        assert now == works, (row, "grpo_core.run.versions.TESTED/BROKEN disagree with the table")
+
+
+def test_the_packaging_declares_the_range_the_start_check_enforces():
+    from grpo_core.run.versions import TESTED, requirement
+
+    pyproject = (ROOT / "packages/grpo-core/pyproject.toml").read_text()
+    for dist in TESTED:
+        assert f'"{requirement(dist)}"' in pyproject, (dist, requirement(dist))
+    assert requirement("trl") == "trl>=1.14.2,!=1.15.*,<1.17"  # worked out from the table by hand
