@@ -9,7 +9,7 @@ MAX_TEXT_CHARS: longer texts are cut to it first) and read with
 per pattern, the best time at full size, its ratio to benign prose of the same
 length (the baseline, measured in the same run) and the full/half size ratio:
 linear parsing shows about 2, quadratic about 4. Replaces a timed test
-(tests/math/test_extract.py keeps the answers and the size bound).
+(tests/math/test_math_extract.py keeps the answers and the size bound).
 """
 
 from __future__ import annotations

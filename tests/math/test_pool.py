@@ -22,7 +22,7 @@ SLACK = 4.0
 
 def mixed_batch():
     # the towers' golds are expressions: against a plain number a tower is arithmetic left undone,
-    # scored 0.0 before any checker sees it (test_rewards.py), and would not time out
+    # scored 0.0 before any checker sees it (test_math_rewards.py), and would not time out
     comps = [TOWER, r"\boxed{\sqrt{8}}", r"\boxed{3}", "#### 2", TOWER]
     golds = [r"\sqrt{1}", r"2\sqrt{2}", r"2\sqrt{2}", "2", r"\sqrt{4}"]
     return comps, golds

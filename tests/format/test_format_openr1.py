@@ -39,7 +39,7 @@ def test_table_entries_name_our_rewards_and_their_parameters(reward):
 
 
 def test_table_covers_the_rewards_recipes_name_and_loads_no_plugin():
-    # open-r1's rewards but its remote judges; accuracy, cosine and length are tests/math/test_openr1.py's,
+    # open-r1's rewards but its remote judges; accuracy, cosine and length are tests/math/test_math_openr1.py's,
     # code, binary_code and code_format tests/train/test_openr1_recipes.py's
     assert set(OPENR1_REWARDS) == set(FORMAT_SIDE) | {"accuracy", "cosine", "length", "code", "binary_code",
                                                       "code_format"}
