@@ -89,13 +89,14 @@ export PATH="$work/venv/bin:$PATH" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENI
 import json, sys
 from importlib.metadata import distribution
 repo = sys.argv[1]
-assert not [p for p in sys.path if p.startswith(repo)], sys.path
+inside = lambda path: path == repo or path.startswith(repo + "/")  # not /tmp/wc-work beside /tmp/wc
+assert not [p for p in sys.path if inside(p)], sys.path
 for name in sys.argv[2:]:
     d = distribution(name)
     url = json.loads(d.read_text("direct_url.json") or "{}")
     where = str(d.locate_file(""))
     assert url.get("url", "").endswith(".whl") and not url.get("dir_info", {}).get("editable"), (name, url)
-    assert not where.startswith(repo), (name, where)
+    assert not inside(where), (name, where)
     print(f"  {name} {d.version}: from {url['url'].rsplit('/', 1)[-1]}, in {where}")
 EOF
 grpo --version
