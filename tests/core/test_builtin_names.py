@@ -32,6 +32,8 @@ BUILTINS = [
     ("register_advantages", registry.advantages, "grpo", "learning method", "acme_impostor.grpo"),
     ("register_advantages", registry.advantages, "zvp", "learning method", "acme_impostor.zvp"),
     ("register_advantages", registry.advantages, "sign", "learning method", "acme_impostor.sign"),
+    ("register_samplers", registry.samplers, "trl", "prompt sampler", "acme_impostor.trl"),
+    ("register_samplers", registry.samplers, "frontier", "prompt sampler", "acme_impostor.frontier"),
     ("register_rewards", registry.rewards, "model.classifier", "reward", "acme_impostor.classifier"),
     ("register_datasets", registry.datasets, "trl", "dataset", "acme_impostor.trl"),
 ]

@@ -83,7 +83,8 @@ def test_grpo_plugins_shows_each_plugins_api_and_the_refused_ones(site):
     assert shown["float"]["api"] == "1.0" and "is not an API version" in shown["float"]["refused"]
     with_core = json.loads(run_grpo(["plugins", "--all"], site, plugins="acme-now").stdout)
     assert {p["name"]: p["api"] for p in with_core if p["distribution"] == "grpo-core"} == {
-        "grpo_core.data.builtins": "1.0", "grpo_core.trainer.methods": "1.0"}
+        "grpo_core.data.builtins": "1.0", "grpo_core.trainer.methods": "1.0",
+        "grpo_core.trainer.samplers": "1.0"}
 
 
 def test_plugins_declaring_nothing_or_this_api_load_silently(site):

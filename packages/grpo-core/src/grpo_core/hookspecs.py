@@ -102,6 +102,21 @@ def register_advantages(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def register_samplers(register: Callable[..., None]) -> None:
+    """Register prompt samplers: ``register(name, factory, *, description=None)``.
+
+    :param register: call once per sampler. A sampler chooses which training prompts a
+        generation batch draws, before anything is generated. ``factory(**params)`` returns
+        an object with ``choose(pool, n, proposed) -> list[int]`` (``n`` row
+        indices of the training set) and optionally ``observe(rows, passed)``,
+        ``metrics()``, ``state()`` and ``load(state)``; see
+        :mod:`grpo_core.trainer.samplers.base`. A config picks one with
+        ``sampling.prompts: NAME`` or ``NAME(key=value)``; the default, ``trl``, is TRL's
+        own sampler, unchanged.
+    """
+
+
+@hookspec
 def register_commands(register: Callable[..., None]) -> None:
     """Register ``grpo`` subcommands: ``register(name, setup, *, description=None)``.
 

@@ -552,4 +552,7 @@ def load_arithmetic(
     return shuffle_limit(ds, shuffle, seed, limit, what)
 
 
+# The difficulty a curriculum steers by (sampling.prompts: frontier): each row's level, chosen with `level`
+load_arithmetic.difficulty = {"column": "level", "param": "level", "example": "level: [1, 2, 3]"}
+
 __all__ = ["load_gsm8k", "load_math", "load_medcalc", "load_files", "load_hub", "load_arithmetic"]

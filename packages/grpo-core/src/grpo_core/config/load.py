@@ -45,6 +45,7 @@ from grpo_core.config.overrides import (
     split_overrides,
 )
 from grpo_core.config.precision import normalize_dtype
+from grpo_core.config.prompts import check_prompts
 from grpo_core.config.removed import take_trl_args, translate_flags, translate_removed
 from grpo_core.config.schema import (
     SECTIONS,
@@ -147,6 +148,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data:
     if stages:
         problems.attempt(check_sampling_metric, cfg)
         problems.attempt(check_learning, cfg)
+        problems.attempt(check_prompts, cfg)
     check_config_shape(cfg, problems, recipe)
     problems.raise_if_any(str(path) if path else "the config")
     return cfg

@@ -150,6 +150,10 @@ class SamplingSection:
                              "mismatch), float32 (as the model is), auto (bf16 on a CPU with bfloat16 "
                              "instructions, else as the model is). int8 and fp8: refused, with the reason.",
                              choices=("auto", "float32", "bf16", "int8", "fp8"))
+    prompts: str = setting("trl", "Which training prompts each generation batch draws: trl (TRL's own sampler, "
+                           "unchanged), frontier (prompts whose expected pass rate is nearest a target: the "
+                           "dataset's difficulty knob and per-prompt estimates from scored rollouts), or a "
+                           "plugin's sampler; parameters as in a reward spec: frontier(target=0.5).")
 
 
 @dataclass

@@ -64,6 +64,7 @@ HOOKS: tuple[Hook, ...] = (
     Hook("register_commands", "1.0", "stable", "register(name, setup, *, description=None)"),
     Hook("register_advantages", "1.0", "provisional", "register(name, factory, *, description=None)"),
     Hook("register_probes", "1.0", "provisional", "register(name, build, *, description=None, right=False)"),
+    Hook("register_samplers", "1.0", "provisional", "register(name, factory, *, description=None)"),
 )
 
 

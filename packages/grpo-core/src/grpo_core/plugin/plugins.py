@@ -29,7 +29,7 @@ from grpo_core.plugin import api
 
 ENTRY_POINT_GROUP = "grpo"
 ENV_VAR = "GRPO_PLUGINS"
-DEFAULT_PLUGINS = ("grpo_core.data.builtins", "grpo_core.trainer.methods")
+DEFAULT_PLUGINS = ("grpo_core.data.builtins", "grpo_core.trainer.methods", "grpo_core.trainer.samplers")
 OWN_DISTRIBUTIONS = ("grpo-rewards-math", "grpo-rewards-format", "grpo-datasets", "grpo-rewards-code")  # loaded first
 
 pm = pluggy.PluginManager("grpo")

@@ -339,6 +339,7 @@ KEYWORDS: dict[str, dict] = {
     "register_probes": {"right": _check_bool},
     "register_environments": {},
     "register_advantages": {},
+    "register_samplers": {},
     "register_commands": {},
 }
 
@@ -387,6 +388,17 @@ def advantages() -> Registry:
     return collect("register_advantages", "learning method", dotted=False, validate=_check_method)
 
 
+def _check_sampler(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise RegistryError(f"prompt sampler '{name}' factory is {factory!r:.80}, not a callable that returns a "
+                            f"sampler.")
+
+
+def samplers() -> Registry:
+    """Prompt samplers (``register_samplers``): the built-ins' plain names, plugins' dotted."""
+    return collect("register_samplers", "prompt sampler", dotted=False, validate=_check_sampler)
+
+
 def _check_command(name: str, setup: Any) -> None:
     if not callable(setup):
         raise RegistryError(f"command '{name}' setup is {setup!r:.80}, not a callable that takes the command's "
@@ -399,4 +411,4 @@ def commands() -> Registry:
 
 
 __all__ = ["Entry", "Registry", "is_builtin", "builtin_clash", "rewards", "datasets", "system_prompts", "probes",
-           "environments", "advantages", "commands"]
+           "environments", "advantages", "samplers", "commands"]

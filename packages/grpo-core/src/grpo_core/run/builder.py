@@ -14,6 +14,8 @@ from pathlib import Path
 
 from grpo_core.config.learning import metric_of, parse_method
 from grpo_core.config.precision import Precision, sampling_autocast
+from grpo_core.config.prompts import DEFAULT, parse_prompts
+from grpo_core.data.difficulty import of_dataset
 from grpo_core.rewards.environments import trainer_kwargs
 from grpo_core.rewards.policy import PolicySettings, Stalls
 from grpo_core.run.prepare import (
@@ -32,6 +34,7 @@ from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.features import Features
 from grpo_core.trainer.generation import Sampling
 from grpo_core.trainer.nonfinite import GuardSettings
+from grpo_core.trainer.prompts import PromptSettings
 from grpo_core.trainer.rollout_log import FOLDER, RolloutLogSettings, prompt_index
 
 
@@ -67,7 +70,7 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
                                        prompt_index(prepared.train_ds)) if every else None,
         resume=ResumeSettings(record if record is not None else settings_of(cfg, plan, len(prepared.train_ds))),
         trainable=precision.trainable if precision is not None and precision.trainable != "float32" else None,
-        learning=learning_of(cfg, plan), shared_prompt=cfg.model.shared_prompt)
+        learning=learning_of(cfg, plan), shared_prompt=cfg.model.shared_prompt, prompts=prompts_of(cfg, plan))
 
 
 def learning_of(cfg, plan: StagePlan) -> LearningSettings:
@@ -77,6 +80,19 @@ def learning_of(cfg, plan: StagePlan) -> LearningSettings:
     found = metric_of(list(plan.funcs), cfg.learning.metric)
     metric, right, wrong = found if found is not None else (None, 1.0, 0.0)
     return LearningSettings(method.name, method.params, metric, right, wrong)
+
+
+def prompts_of(cfg, plan: StagePlan) -> PromptSettings | None:
+    """``sampling.prompts`` for one stage (checked when the config loaded), with the
+    correctness reward it reads pass rates on and the difficulty the dataset declares;
+    None for TRL's own sampler (the trainer then does not step in)."""
+    name, params = parse_prompts(cfg.sampling.prompts)
+    if name == DEFAULT:
+        return None
+    found = metric_of(list(plan.funcs), cfg.learning.metric)
+    metric, right, wrong = found if found is not None else (None, 1.0, 0.0)
+    d = cfg.dataset.name
+    return PromptSettings(name, params, metric, right, wrong, d or "the dataset", of_dataset(d) if d else None)
 
 
 def build_trainer(prepared: Prepared, plan: StagePlan, model, tokenizer, *, callbacks: Sequence = (),

@@ -58,6 +58,7 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
         value = _finite(logs.get(key))
         if value is not None:
             parts.append(f"{label} {value:{fmt}}")
+    parts += prompt_figures(logs)
     for name in reward_names(logs):  # a reward that pays for tokens (a judge) logs <name>/tokens: spent per call
         tokens, sec = _finite(logs.get(f"{name}/tokens")), _finite(logs.get(f"rewards/{name}/seconds"))
         if tokens is not None:
@@ -71,6 +72,19 @@ def summary_line(step: int, max_steps: int, logs: dict, stage: str | None = None
     if clock:
         parts.append(clock)
     return " | ".join(parts)
+
+
+def prompt_figures(logs: dict) -> list[str]:
+    """A prompt sampler's figures (``sampling.prompts``, logged as ``prompts/...``):
+    ``difficulty 1.76 | pass expected 0.50 observed 0.62 | flat 0.25`` (flat: groups all
+    right or all wrong on the correctness reward)."""
+    d, e, o, f = (_finite(logs.get(f"prompts/{k}")) for k in ("difficulty", "expected_pass", "observed_pass",
+                                                               "flat_share"))
+    out = [f"difficulty {d:.2f}"] if d is not None else []
+    if e is not None or o is not None:
+        out.append("pass" + (f" expected {e:.2f}" if e is not None else "") + (f" observed {o:.2f}" if o is not None
+                                                                               else ""))
+    return out + ([f"flat {f:.2f}"] if f is not None else [])
 
 
 def clock_text(elapsed: float, done: int, left: int, first: tuple[int, float] | None = None) -> str:

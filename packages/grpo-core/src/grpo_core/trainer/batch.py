@@ -113,6 +113,8 @@ class Chain:
         log = t.rollout_log
         if log is not None:
             log.hold()  # the records wait for the advantages the loss uses
+        if t.prompts is not None:
+            inputs = t.prompts.choose(t, inputs)  # sampling.prompts: the sampler's prompts, not TRL's draw
         out = t.dynamic.generate(t, inputs) if t.dynamic is not None else t.score_round(inputs)
         advantages = self.advantages(out)
         self.log(out, advantages)

@@ -204,6 +204,7 @@ class DynamicSampling:
         self.group_size = group_size
         self.stream = PromptStream(len(dataset), seed=seed)
         self.picks: list[tuple[int, int]] = []  # the last batch's trained (round, group over every process)
+        self.choose = None  # a prompt sampler's choice of the fresh rows (sampling.prompts), given the stream's
 
     def generate(self, trainer, inputs: list[dict]) -> dict:
         """Rounds of generation until each process has its groups with a spread (or the
@@ -266,6 +267,8 @@ class DynamicSampling:
         """``local`` fresh prompts for process ``me`` (every process draws the same ones and
         takes its share), each repeated for its group."""
         drawn = self.stream.take(local * processes)
+        if self.choose is not None:
+            drawn = self.choose(drawn)
         return [self.dataset[i] for i in drawn[me * local:(me + 1) * local] for _ in range(self.group_size)]
 
     def save(self, folder: Path) -> None:

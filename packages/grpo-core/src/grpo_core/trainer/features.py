@@ -19,6 +19,8 @@ module of its own, testable without a trainer:
                               (:mod:`grpo_core.trainer.batch`, :mod:`grpo_core.trainer.methods`)
 ``shared_prompt``             each group's prompt computed once in the training pass
                               (:mod:`grpo_core.trainer.shared_prompt`): false, true or auto
+``prompts``                   the prompt sampler (:mod:`grpo_core.trainer.prompts`,
+                              :mod:`grpo_core.trainer.samplers`); None: TRL's own
 ============================  =================================================
 """
 
@@ -33,6 +35,7 @@ from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.generation import Sampling
 from grpo_core.trainer.nonfinite import GuardSettings
+from grpo_core.trainer.prompts import PromptSettings
 from grpo_core.trainer.rollout_log import RolloutLogSettings
 
 
@@ -51,7 +54,8 @@ class Features:
     trainable: str | None = None
     learning: LearningSettings = LearningSettings()
     shared_prompt: bool | str = False
+    prompts: PromptSettings | None = None
 
 
 __all__ = ["Features", "Sampling", "GuardSettings", "PolicySettings", "DynamicSettings", "RolloutLogSettings",
-           "ResumeSettings", "LearningSettings"]
+           "ResumeSettings", "LearningSettings", "PromptSettings"]

@@ -34,6 +34,7 @@ from grpo_core.trainer.exact_resume import ExactResume, take_learning_rate
 from grpo_core.trainer.features import Features
 from grpo_core.trainer.generation import FastSampling
 from grpo_core.trainer.nonfinite import Event, Guard
+from grpo_core.trainer.prompts import Prompts
 from grpo_core.trainer.rollout_log import RolloutLog
 from grpo_core.trainer.shared_prompt import shared_prompt, usable
 
@@ -86,10 +87,14 @@ class GrpoTrainer(GRPOTrainer):
         self.dynamic = None if features.dynamic is None else DynamicSampling(
             features.dynamic, self.train_dataset, group_size=self.num_generations, seed=self.args.seed + 1,
             local_batch=self.args.per_device_train_batch_size * self.args.steps_per_generation)
+        self.prompts = None if features.prompts is None else Prompts(  # sampling.prompts (None: TRL's own)
+            features.prompts, self.train_dataset, group_size=self.num_generations, seed=self.args.seed, log=log)
+        if self.dynamic is not None and self.prompts is not None:
+            self.dynamic.choose = self.prompts.draw  # refill rounds' prompts: the sampler's too
         self.chain = Chain(self, features.learning)
         self.shares_prompt = usable(self.model, features.shared_prompt, self.accelerator.device.type)
         self._loss_batch = None  # the micro-batch whose token advantages the method shapes (loss time)
-        states = [self.chain.tokens, *([self.dynamic] if self.dynamic else [])]
+        states = [self.chain.tokens, *([self.dynamic] if self.dynamic else []), *([self.prompts] if self.prompts else [])]
         self.resume = ExactResume(features.resume, every=self.args.steps_per_generation * self.num_iterations,
                                   rank=self.accelerator.process_index, states=states)
         self.add_callback(_Hooks(self, report))
@@ -209,6 +214,8 @@ class GrpoTrainer(GRPOTrainer):
             self.generations += 1
             self.chain.count(out)
             self._sampler_kl(out)
+            if self.prompts is not None:
+                self.prompts.observe(self, inputs)
             if self.rollout_log is not None:
                 self.rollout_log.collect(self, inputs, out, round_)
         return out
