@@ -124,3 +124,20 @@ def test_the_svg_has_round_ticks_and_escaped_text():
     # the dots sit where the values are: x from 58 to 448 (460 wide less the margins), y 1.0 at the top (24 + 5%)
     dots = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)
     assert dots == [("58.0", str(round(24 + 170 - 170 * 0.05 / 1.1, 1))), ("448.0", str(round(24 + 170 * 0.05 / 1.1, 1)))]
+
+
+def test_a_prompt_samplers_figures_have_their_panels():
+    """sampling.prompts: frontier logs prompts/*: the pass rates and the flat share on one
+    panel (shares, 0 to 1), the knob's difficulty on its own (1 to 5: another scale); a
+    plugin sampler's other prompts/* figures still drawn, as their family."""
+    keys = ["loss", "prompts/expected_pass", "prompts/observed_pass", "prompts/flat_share", "prompts/difficulty",
+            "prompts/acme_rows"]
+    panels = {key: [m for m, _ in lines] for key, _, _, lines in families(keys)}
+    assert panels == {"loss": ["loss"],
+                      "prompts": ["prompts/observed_pass", "prompts/expected_pass", "prompts/flat_share"],
+                      "difficulty": ["prompts/difficulty"], "figure-prompts": ["prompts/acme_rows"]}
+    rows = [{"step": s, "prompts/difficulty": d, "prompts/observed_pass": o} for s, d, o in ((1, 1.0, 1.0),
+                                                                                               (2, 1.76, 0.75))]
+    drawn = {c.key: points(c.svg) for c in charts([("run", rows)])}
+    assert drawn == {"prompts": ["observed pass rate: step 1, 1", "observed pass rate: step 2, 0.75"],
+                     "difficulty": ["difficulty: step 1, 1", "difficulty: step 2, 1.76"]}

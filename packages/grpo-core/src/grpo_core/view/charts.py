@@ -1,6 +1,7 @@
 """The view's curves, from ``metrics.jsonl``: every number a step logged (TRL's loss, KL,
 entropy, gradient norm, completion lengths, clip ratios, learning rate; grpo's rewards,
-held-out accuracy, tokens, sampling figures; a plugin's own), drawn as SVG (:mod:`.svg`).
+held-out accuracy, tokens, sampling figures, the prompt sampler's; a plugin's own), drawn
+as SVG (:mod:`.svg`).
 
 The figures a reader looks for first have panels of their own (``PANELS``); every other
 numeric key is drawn too, grouped by its family (``rewards/*/errors``: one line per reward;
@@ -57,6 +58,12 @@ PANELS = (
     ("signal", "Learning signal", "share", [("frac_reward_zero_std", "groups with zero spread"),
                                             ("sampling/flat_share_trained", "flat share trained (dynamic)")]),
     ("spread", "Reward spread", "std", [("reward_std", "total"), ("rewards/*/std", "")]),
+    # sampling.prompts (a sampler other than TRL's own): what it expected of the prompts it chose, what came back
+    ("prompts", "Prompts chosen: pass rates", "share", [
+        ("prompts/observed_pass", "observed pass rate"), ("prompts/expected_pass", "expected pass rate"),
+        ("prompts/flat_share", "flat groups (all right or all wrong)")]),
+    ("difficulty", "Prompts chosen: difficulty (the dataset's knob)", "difficulty",
+     [("prompts/difficulty", "difficulty")]),
 )
 _EACH_REWARD = re.compile(r"^(?P<pre>(?:.*/)?rewards/)(?P<name>[^/]+)/(?P<stat>[^/]+)$")
 
