@@ -17,7 +17,15 @@ by name, GRPOConfig):
 - ``gen2``: two completions per prompt and twice the prompts per step (``num_generations: 2``);
 - ``f32``, ``bf16``, ``bf16nc``: ``grpo train`` sampling in float32 / in bf16 with TRL's
   importance-sampling correction / in bf16 without it (``sampling.precision``);
-- ``A+B``: both (``zvp-0.1+iter2``).
+- ``frontier``: ``sampling.prompts: frontier``: each batch's prompts chosen, before generating,
+  for an expected pass rate near 0.5 on ``--metric`` (the dataset's difficulty knob where the
+  config loads several difficulties, per-prompt estimates from the scored rollouts);
+  ``frontier-T``: target T (``frontier-0.3``);
+- ``A+B``: both (``zvp-0.1+iter2``, ``frontier+dynamic``).
+
+Each row's ``flat-c`` is the share of generated groups flat on ``--metric`` (all right or all
+wrong, every generation call: what a prompt sampler aims to lower); ``flat`` is TRL's
+zero-spread share of the groups trained, on the total reward.
 
 Axes: ``--axis tokens`` trains each run until it has generated the same number of
 completion tokens (dynamic sampling's dropped groups count); ``--axis steps`` gives
@@ -70,6 +78,8 @@ import trl
 kind, _, amount = sys.argv[1].partition(":")  # tokens:N, seconds:S, or none (equal steps)
 budget, seconds, out = int(amount) if kind == "tokens" else 0, float(amount) if kind == "seconds" else 0.0, sys.argv[2]
 TOKENS = {"n": 0}
+FLAT = []  # per generation call: the share of its groups flat on LEARNING_METRIC (all right or all wrong)
+METRIC = __import__("os").environ.get("LEARNING_METRIC")
 DENOMINATOR = {"trained_only": False}  # the control arm: flat groups kept, left out of the loss denominator
 _real = trl.GRPOTrainer._generate_and_score_completions
 
@@ -79,6 +89,11 @@ def counted(self, inputs):
     if self.model.training:
         mask = result["completion_mask"]
         TOKENS["n"] += int(self.accelerator.gather(mask.sum()).sum())
+        scores = list(self._logs["rewards"].get(METRIC, ()))[-mask.shape[0] * self.accelerator.num_processes:]
+        g = self.num_generations
+        groups = [scores[k:k + g] for k in range(0, len(scores), g)]
+        if groups:  # (TRL's gathered scores of this call, the last rows of its batch logs)
+            FLAT.append(sum(max(x) - min(x) <= 1e-6 for x in groups) / len(groups))
         if DENOMINATOR["trained_only"]:
             # dapo divides by every completion token of the batch, flat groups' too; here only the tokens of
             # rows whose advantage is not zero count (what dropping flat groups does to the step size)
@@ -112,7 +127,8 @@ class Budget(TrainerCallback):
 
 
 def report(extra=None):
-    print("RESULT " + json.dumps({"tokens": TOKENS["n"], "steps": STEPS, **(extra or {})}), flush=True)
+    print("RESULT " + json.dumps({"tokens": TOKENS["n"], "steps": STEPS, "flat_generated": FLAT, **(extra or {})}),
+          flush=True)
 '''
 
 BARE = DRIVER + r'''
@@ -196,7 +212,7 @@ def _step_time(steps: list[dict]) -> float:
 
 
 ARMS = ("bare", "denominator", "grpo", "dynamic", "zvp-0.05", "zvp-0.1", "zvp-0.2", "sign", "iter2", "iter4", "gen2",
-        "f32", "bf16", "bf16nc")
+        "f32", "bf16", "bf16nc", "frontier")
 
 
 def arm_flags(arm: str, opts) -> list[str]:
@@ -212,6 +228,9 @@ def arm_flags(arm: str, opts) -> list[str]:
             flags += ["--learning.method", "sign", "--learning.metric", opts.metric]
         elif part.startswith("iter") and part[4:].isdigit() and int(part[4:]) >= 2:
             flags += ["--num_iterations", part[4:]]
+        elif part == "frontier" or (part.startswith("frontier-") and _number(part[9:])):
+            target = f"(target={float(part[9:])})" if part != "frontier" else ""
+            flags += ["--sampling.prompts", f"frontier{target}", "--learning.metric", opts.metric]
         elif part == "gen2":
             flags += ["--num_generations", "2"]
         elif part == "f32":
@@ -225,6 +244,14 @@ def arm_flags(arm: str, opts) -> list[str]:
     if "--sampling.dynamic" not in flags:
         flags += ["--sampling.dynamic", "false"]
     return flags
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _arm_order(arm: str) -> tuple:
@@ -253,6 +280,7 @@ def one(arm: str, seed: int, lr: float, opts, tmp: Path, env: dict, base: float 
     return {"arm": arm, "axis": opts.axis, "lr": lr, "seed": seed, "base": acc["base"] if base is None else base,
             "accuracy": acc["trained"],
             "prompts": opts.limit, "flat": _flat(steps), "tokens": result["tokens"], "steps": len(steps),
+            "flat_generated": statistics.mean(result["flat_generated"]) if result["flat_generated"] else None,
             "wall": result["wall"], "step_time": _step_time(steps)}
 
 
@@ -269,14 +297,25 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 
 def table(rows: list[dict]) -> str:
     head = f"{'arm':14} {'axis':6} {'lr':>7} {'seed':>4} {'held-out acc':>15} {'(base)':>7} {'flat':>5} " \
-           f"{'tokens':>7} {'steps':>5} {'wall s':>7} {'s/step':>7}"
+           f"{'flat-c':>6} {'tokens':>7} {'steps':>5} {'wall s':>7} {'s/step':>7}"
     lines = [head, "-" * len(head)]
     for r in rows:
         se = binomial_se(r["accuracy"], r.get("prompts", 0))
         lines.append(f"{r['arm']:14} {r['axis']:6} {r['lr']:>7g} {r['seed']:>4} {r['accuracy']:>7.3f} ± {se:.3f} "
-                     f"{r['base']:>7.3f} {r['flat']:>5.2f} {r['tokens']:>7} {r['steps']:>5} {r['wall']:>7.0f} "
+                     f"{r['base']:>7.3f} {r['flat']:>5.2f} {_share(r.get('flat_generated')):>6} {r['tokens']:>7} "
+                     f"{r['steps']:>5} {r['wall']:>7.0f} "
                      f"{r['step_time']:>7.2f}")
     return "\n".join(lines)
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _mean_flat(rows: list[dict]) -> float | None:
+    """The mean share of generated groups flat on the metric (rows that measured it)."""
+    got = [r["flat_generated"] for r in rows if r.get("flat_generated") is not None]
+    return statistics.mean(got) if got else None
 
 
 def summary(rows: list[dict]) -> list[str]:
@@ -286,13 +325,13 @@ def summary(rows: list[dict]) -> list[str]:
     for r in rows:
         cells.setdefault((r["axis"], r["arm"], r["lr"]), []).append(r)
     out = [f"{'axis':6} {'arm':14} {'lr':>7} {'seeds':>5} {'mean acc ± se':>15} {'base':>6} {'steps':>6} "
-           f"{'tokens':>7}"]
+           f"{'tokens':>7} {'flat-c':>6}"]
     best: dict[tuple, tuple] = {}
     for (axis, arm, lr), rs in sorted(cells.items()):
         m, se = mean_se([r["accuracy"] for r in rs])
         out.append(f"{axis:6} {arm:14} {lr:>7g} {len(rs):>5} {m:>7.3f} ± {se:5.3f} "
                    f"{statistics.mean(r['base'] for r in rs):>6.3f} {statistics.mean(r['steps'] for r in rs):>6.1f} "
-                   f"{statistics.mean(r['tokens'] for r in rs):>7.0f}")
+                   f"{statistics.mean(r['tokens'] for r in rs):>7.0f} {_share(_mean_flat(rs)):>6}")
         if (axis, arm) not in best or m > best[(axis, arm)][0]:
             best[(axis, arm)] = (m, se, lr)
     for (axis, arm), (m, se, lr) in sorted(best.items()):
@@ -375,7 +414,7 @@ def _quick(opts, tmp: Path) -> None:
 def main() -> None:
     opts = _options()
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               TRANSFORMERS_VERBOSITY="error")
+               TRANSFORMERS_VERBOSITY="error", LEARNING_METRIC=opts.metric)
     import yaml
 
     lrs = opts.lrs or [float(yaml.safe_load(opts.config.read_text())["learning_rate"])]

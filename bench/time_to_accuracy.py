@@ -16,6 +16,9 @@ Arms:
 - ``quickstart``: ``grpo train examples/quickstart.yaml`` as it is (held-out and the check off:
   measured afterwards);
 - ``bf16``: the quickstart sampling in bf16 with TRL's correction (``sampling.precision``);
+- ``frontier``: the quickstart with ``sampling.prompts: frontier`` in place of its dynamic
+  sampling (prompts chosen before generating, not refilled after); ``quickstart+frontier``:
+  both;
 - any of bench/learning.py's arms on top of the quickstart (``quickstart+zvp-0.1``, ...).
 
 Two phases, so the timed one can run alone and the scoring whenever:
@@ -80,8 +83,11 @@ def train_cell(arm: str, seed: int, opts, env: dict) -> dict:
                  "--lr_scheduler_type", "constant_with_warmup"]
         if parts[0] == "bf16":
             flags += arm_flags("bf16", opts)[:2]  # (sampling.precision only: dynamic sampling as configured)
+        elif parts[0] == "frontier":
+            flags += arm_flags("frontier", opts)  # (its flags end with --sampling.dynamic false)
         elif parts[0] != "quickstart":
-            raise SystemExit(f"unknown arm {arm!r}: bare, quickstart, bf16, or quickstart+ARM (bench/learning.py's)")
+            raise SystemExit(f"unknown arm {arm!r}: bare, quickstart, bf16, frontier, or quickstart+ARM "
+                             f"(bench/learning.py's)")
         for extra in parts[1:]:
             more = arm_flags(extra, opts)
             flags += more[:-2] if more[-2:] == ["--sampling.dynamic", "false"] else more  # (as configured)

@@ -29,10 +29,10 @@ def test_learning_bench_smoke_mode_runs_every_arm():  # two cells at a time afte
                           env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     rows = [line.split() for line in proc.stdout.splitlines()
-            if line.split()[:1] in [[a] for a in arms] and len(line.split()) == 13]
+            if line.split()[:1] in [[a] for a in arms] and len(line.split()) == 14]
     assert [r[0] for r in rows][-4:] == arms  # one seed, the table in arm order
     assert len(rows) == 8  # each cell's line as it ends, then the table
-    tokens, steps = {r[0]: int(r[9]) for r in rows[-4:]}, {r[0]: int(r[10]) for r in rows[-4:]}
+    tokens, steps = {r[0]: int(r[10]) for r in rows[-4:]}, {r[0]: int(r[11]) for r in rows[-4:]}
     # the budget (64 completion tokens: 8 completions x 8 tokens, a random model never ends early) stops
     # bare and zvp after one step; iter2 trains each batch twice: 2 steps on the same 64 tokens
     assert (tokens["bare"], tokens["zvp-0.1"], tokens["iter2"]) == (64, 64, 64)
@@ -40,6 +40,8 @@ def test_learning_bench_smoke_mode_runs_every_arm():  # two cells at a time afte
     # a random model answers nothing right: every group is flat, dynamic sampling runs all 3 rounds
     # and every round's tokens count
     assert tokens["dynamic"] == 3 * 64
+    # flat-c, the share of generated groups flat on math.correctness: all of them (nothing is right)
+    assert {r[0]: r[9] for r in rows[-4:]} == dict.fromkeys(arms, "1.00")
     acc = {r[0]: float(r[4]) for r in rows[-4:]}
     d = acc["zvp-0.1"] - acc["bare"]
     assert f"difference, tokens: zvp-0.1 (lr 0.001) - bare (lr 0.001): {d:+.3f}" in proc.stdout
@@ -77,6 +79,11 @@ def test_arm_names_become_the_settings_they_stand_for():
     both = b.arm_flags("zvp-0.2+iter2", opts)
     assert both[both.index("--learning.method") + 1] == "zvp(alpha=0.2)"
     assert both[both.index("--num_iterations") + 1] == "2"
-    for bad in ("iter1", "iterx", "iter"):  # one iteration is bare; the name is refused, not run as bare
+    front = b.arm_flags("frontier-0.3+dynamic", opts)  # frontier-T: target T; with dynamic sampling
+    assert front[front.index("--sampling.prompts") + 1] == "frontier(target=0.3)"
+    assert front[front.index("--learning.metric") + 1] == "math.correctness"
+    assert front[front.index("--sampling.dynamic") + 1] == "true"
+    assert b.arm_flags("frontier", opts)[:2] == ["--sampling.prompts", "frontier"]
+    for bad in ("iter1", "iterx", "iter", "frontier-x"):  # one iteration is bare; the name is refused, not run as bare
         with pytest.raises(SystemExit, match=f"unknown arm '{bad}'"):
             b.arm_flags(bad, opts)
