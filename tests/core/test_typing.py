@@ -6,6 +6,7 @@ scaffolded package and examples/grpo-acme pass."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,64 @@ def test_the_scaffolded_package_type_checks_as_its_ci_runs_it(tmp_path, cache):
 def test_the_example_plugin_type_checks(cache):
     out = mypy(ROOT / "examples" / "grpo-acme", cache, "src", "tests")  # (it imports no training library)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# mypy from the root as pyproject.toml's [tool.mypy] says: every package's source, the training
+# stack not followed, untyped libraries Any. The plugin packages are clean. grpo-core's errors are
+# listed where they stood when the settings were written (issue 58: 212 with default settings,
+# 176 with these, 128 after the first fixes): each file's count may fall, never rise, and a file
+# not listed has none. (Counts taken with others' uncommitted work in the tree, so that work
+# does not fail here when it lands: trainer/samplers/frontier.py, grpo_datasets/loaders.py.)
+CORE_ERRORS = {
+    "authoring/contract.py": 2, "base/params.py": 2, "base/text.py": 2, "base/timelimit.py": 1, "checks/checks.py": 1,
+    "checks/probes.py": 1, "commands/envs.py": 2, "commands/eval.py": 5, "commands/models.py": 1,
+    "commands/score.py": 10, "config/batch_shape.py": 2, "config/load.py": 6, "config/models.py": 1,
+    "config/overrides.py": 2, "config/schema.py": 6, "config/training.py": 1, "config/trl_compat.py": 1,
+    "data/datafiles.py": 1, "rewards/environments.py": 2, "rewards/local_rewards.py": 3, "rewards/reward.py": 1,
+    "rewards/reward_model.py": 1, "rewards/scoring.py": 4, "rewards/specs.py": 2, "run/callbacks.py": 2,
+    "run/heldout.py": 5, "run/plotting.py": 1, "run/prepare.py": 6, "run/resume.py": 10, "serve/server.py": 2,
+    "trainer/dynamic.py": 3, "trainer/exact_resume.py": 1, "trainer/generation.py": 7, "trainer/merged_lora.py": 1,
+    "trainer/samplers/frontier.py": 19, "trainer/shared_prompt.py": 1, "trainer/trainer.py": 6, "view/charts.py": 3,
+    "view/filters.py": 1,
+}
+PLUGIN_ERRORS = {"packages/grpo-datasets/src/grpo_datasets/loaders.py": 1}
+CORE = "packages/grpo-core/src/grpo_core/"
+
+
+@pytest.mark.timeout(900)  # 211 files: 20-35 s of CPU cold (the repository's .mypy_cache keeps later runs short)
+def test_every_packages_source_type_checks_and_the_cores_errors_only_fall():
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    out = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"),
+                          "--no-error-summary"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=850)
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    errors: dict[str, int] = {}
+    for line in out.stdout.splitlines():
+        if ": error:" in line:
+            path = line.split(":", 1)[0]
+            errors[path] = errors.get(path, 0) + 1
+    assert len(errors) > 0 or out.returncode == 0
+    grown = {p: n for p, n in errors.items() if n > (CORE_ERRORS.get(p[len(CORE):], 0) if p.startswith(CORE)
+                                                    else PLUGIN_ERRORS.get(p, 0))}
+    assert grown == {}, "\n".join(line for line in out.stdout.splitlines() if line.split(":", 1)[0] in grown)
+
+
+def test_every_package_ships_py_typed_and_a_built_wheel_carries_it(tmp_path):
+    """PEP 561: a plugin author's type checker reads a package's annotations only when it
+    ships ``py.typed``. Each package has the file and declares it as package data; one wheel
+    is built (from a copy: no build/ in the checkout) and holds it."""
+    import zipfile
+
+    packages = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
+    assert len(packages) >= 7
+    for pkg in packages:
+        (module,) = [m for m in (pkg / "src").iterdir() if m.is_dir() and (m / "__init__.py").is_file()]
+        assert (module / "py.typed").is_file(), pkg.name
+        assert f'{module.name} = ["py.typed"]' in (pkg / "pyproject.toml").read_text(), pkg.name
+    src = ROOT / "packages" / "grpo-rewards-format"
+    copy = tmp_path / "pkg"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                            str(tmp_path / "wheels"), str(copy)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheels").glob("*.whl")
+    assert "grpo_rewards_format/py.typed" in zipfile.ZipFile(wheel).namelist()

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 import grpo_core
+from grpo_core.runfiles.metrics import run_tokens, summary
 from grpo_core.trainer import rollout_log
-from grpo_core.trainer.batch import EXTRA, Chain, LearningSettings, Tokens, run_tokens, summary
+from grpo_core.trainer.batch import EXTRA, Chain, LearningSettings, Tokens
 from grpo_core.trainer.methods.base import Scored
 
 from .conftest import TINY

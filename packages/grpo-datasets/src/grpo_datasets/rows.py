@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from grpo_core.datafiles import check_not_empty, require_columns, shuffle_limit, values
@@ -67,7 +68,8 @@ def warn_skipped(message: str) -> None:
     """Warn, attributed to the first caller outside grpo (the line that asked for the data)."""
     import sys
 
-    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame that called warn_skipped
+    level = 2  # stacklevel 2 is the frame that called warn_skipped
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith(("grpo_datasets", "grpo_core")):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, SkippedRowsWarning, stacklevel=level)

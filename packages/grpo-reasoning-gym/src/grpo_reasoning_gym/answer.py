@@ -123,6 +123,7 @@ def _phrase(text: str) -> Extraction | None:
         return None
     line_start = text.rfind("\n", 0, last.start()) + 1
     first = _PHRASE_RE.search(text, line_start)  # the line's first phrase: "Answer: 7. The answer is right"
+    assert first is not None  # ``last`` itself is on that line
     line_end = text.find("\n", first.end())
     rest = text[first.end(): line_end if line_end >= 0 else len(text)].strip(_MARKUP)
     if not rest and line_end >= 0:  # "Answer:" with the answer on the next line

@@ -28,6 +28,7 @@ import sys
 import typing
 import warnings
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from grpo_core.datafiles import load_split
@@ -168,7 +169,7 @@ def task_loader(task: str, description: str) -> Callable:
         f"error for an unknown one). Splits `train` and `test` (disjoint seeds; no test question "
         f"is a train question). Columns: question, answer, rg_entry (what rg.score reads)."
     )
-    load.__signature__ = TaskSignature(task)
+    load.__signature__ = TaskSignature(task)  # type: ignore[attr-defined]  # what inspect.signature reads
     return load
 
 
@@ -258,7 +259,8 @@ class OverlapWarning(UserWarning):
 
 def _warn(message: str) -> None:
     """Warn, attributed to the first caller outside grpo (the line that asked for the data)."""
-    level, frame = 2, sys._getframe(1)
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith(("grpo_reasoning_gym", "grpo_core")):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, OverlapWarning, stacklevel=level)

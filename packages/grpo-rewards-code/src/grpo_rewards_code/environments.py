@@ -150,14 +150,14 @@ class GuessNumber:
             return f"correct: you already found it ({self.secret}); give your final answer."
         if len(self.guesses) >= self._max:
             return f"no guesses left (at most {self._max}); the game is over."
-        number = _whole(number)
-        if number is None:
+        whole = _whole(number)
+        if whole is None:
             return f"error: guess a whole number between {self.low} and {self.high}."
-        self.guesses.append(number)
-        if number == self.secret:
+        self.guesses.append(whole)
+        if whole == self.secret:
             self.found = True
             return "correct"
-        return "higher" if number < self.secret else "lower"
+        return "higher" if whole < self.secret else "lower"
 
     def get_reward(self) -> float:
         """1.0 when the secret was found within the allowed guesses, else 0.0."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from grpo_core.text import completion_text
 
@@ -195,9 +195,9 @@ def _judge(name: str, completions: Sequence, rows: list | None, kwargs: dict, se
     setups = _setups(completions, kwargs)
     extractions = _extract_all(completions)
     needs_tests = rows is not None
-    rows = rows if needs_tests else [()] * len(completions)
+    rows = rows if rows is not None else [()] * len(completions)  # (needs_tests: rows were given)
     todo = [i for i, (e, t) in enumerate(zip(extractions, rows)) if not e.why and (t or not needs_tests)]
-    jobs = {i: _jobs_for(extractions[i].code, rows[i], setups[i]) for i in todo}
+    jobs = {i: _jobs_for(cast(str, extractions[i].code), rows[i], setups[i]) for i in todo}  # todo: code found
     results = _execute([job for i in todo for job in jobs[i]], limits, workers, choice, endpoint)
     ran, by_item = iter(results), {}
     for i in todo:
@@ -316,7 +316,7 @@ def code_format(completions: list, **kwargs: Any) -> list[float | None]:
     accept it. Metric: ``code.format/no_code`` (share without a block).
     """
     extractions = _extract_all(completions)
-    scores = [1.0 if e.code is not None and not e.why else 0.0 for e in extractions]
+    scores: list[float | None] = [1.0 if e.code is not None and not e.why else 0.0 for e in extractions]
     causes = [e.why or "ok" for e in extractions]
     try:
         log_metric = kwargs.get("log_metric")

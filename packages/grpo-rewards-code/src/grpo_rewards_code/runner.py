@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from typing import IO
 
 from .backends import Backend, harness_code
 from .jobs import Job, Limits, Result, prepared_tests, read_verdicts
@@ -93,7 +94,7 @@ def live_count() -> int:
 
 def _pids_with(tag: bytes) -> list[int]:
     """Processes whose command line holds ``tag`` (a run id), wherever they were reparented."""
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -227,10 +228,11 @@ class _Run:
                 os.close(fd)
         _track(self.proc)
         self.pending = memoryview(marshal.dumps((harness_code(), payload)))
-        os.set_blocking(self.proc.stdin.fileno(), False)
-        self.sel.register(self.proc.stdin, selectors.EVENT_WRITE, (self, "stdin"))
+        stdin, stdout, stderr = self._pipes()
+        os.set_blocking(stdin.fileno(), False)
+        self.sel.register(stdin, selectors.EVENT_WRITE, (self, "stdin"))
         self.chan = os.fdopen(read, "rb", buffering=0)
-        for name, f in (("chan", self.chan), ("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
+        for name, f in (("chan", self.chan), ("stdout", stdout), ("stderr", stderr)):
             self.sel.register(f, selectors.EVENT_READ, (self, name))
             self.open.add(name)
         try:
@@ -250,8 +252,14 @@ class _Run:
         else:
             self._read(name)
 
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+        """The child's stdin, stdout and stderr: all three pipes once it is spawned."""
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        return proc.stdin, proc.stdout, proc.stderr
+
     def _feed(self) -> None:
-        f = self.proc.stdin
+        f = self._pipes()[0]
         try:
             n = os.write(f.fileno(), self.pending[:65536])
             self.pending = self.pending[n:]
@@ -264,7 +272,8 @@ class _Run:
         self._drop(f)
 
     def _read(self, name: str) -> None:
-        f = {"chan": self.chan, "stdout": self.proc.stdout, "stderr": self.proc.stderr}[name]
+        _, stdout, stderr = self._pipes()
+        f: IO[bytes] = {"chan": self.chan, "stdout": stdout, "stderr": stderr}[name]
         try:
             data = os.read(f.fileno(), 65536)
         except BlockingIOError:

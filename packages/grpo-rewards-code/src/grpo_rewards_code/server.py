@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="runs at a time (default: CPUs)")
     args = parser.parse_args(argv)
     server = make_server(args.host, args.port, args.sandbox, args.workers)
-    print(f"serving POST http://{server.server_address[0]}:{server.server_address[1]}/run_code", flush=True)
+    host, port = server.server_address[:2]  # an IPv4 or IPv6 address: (host, port, ...)
+    print(f"serving POST http://{host!s}:{port}/run_code", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -94,7 +94,7 @@ def ask(s: Settings, users: list[str], read: Callable[[Reply], float | None], so
     _compare(fresh, again, read, ledger)
     ledger.questions += len(keys)
     ledger.cached += sum(replies[k].cached for k in keys)
-    out = []
+    out: list[float | None | _NoAnswer] = []
     for k in keys:
         reply = replies[k]
         if reply.answer is None:

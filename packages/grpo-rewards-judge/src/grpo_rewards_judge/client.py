@@ -32,6 +32,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 from . import parse
@@ -151,7 +152,8 @@ class Client:
         self.endpoint = endpoint
         parts = urlsplit(endpoint.url)
         self.https = parts.scheme == "https"
-        self.host, self.port, self.path = parts.hostname, parts.port, parts.path
+        # a url without a host is refused before any client is made (chat_url)
+        self.host, self.port, self.path = cast(str, parts.hostname), parts.port, parts.path
         self.pool = _Pool(concurrency)
         self.local = threading.local()
         self.down_until, self.down_reason = 0.0, ""

@@ -110,7 +110,7 @@ def yesno(completions, prompts=None, **kwargs):
 
 # ---------------------------------------------------------------- judge.rubric
 
-RUBRIC_OWN = (("items", list, [], "the checklist: each item judged yes/no on its own (required)"),)
+RUBRIC_OWN: tuple[tuple[str, type, list, str], ...] = (("items", list, [], "the checklist: each item judged yes/no on its own (required)"),)
 
 
 def rubric(completions, prompts=None, **kwargs):

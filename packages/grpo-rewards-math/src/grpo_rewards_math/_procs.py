@@ -225,7 +225,7 @@ class CheckerPool:
         task, proc.task = proc.task, None
         if task is None:
             return
-        task.future.took = time.monotonic() - task.sent  # seconds the worker took to answer (read by pool._Batch)
+        task.future.took = time.monotonic() - task.sent  # type: ignore[attr-defined]  # seconds the worker took to answer (read by pool._Batch)
         if kind == "ok":
             task.settle(value)
         else:

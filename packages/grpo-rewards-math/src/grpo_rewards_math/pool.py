@@ -43,7 +43,7 @@ ENV_WORKERS = "GRPO_MATH_WORKERS"
 MAX_DEFAULT_WORKERS = 8
 
 _lock = threading.Lock()
-_pools: dict[int, Any] = {}
+_pools: dict[tuple[int, int], Any] = {}
 _owner_pid = os.getpid()
 _atexit_registered = False
 
@@ -95,7 +95,7 @@ def _install_no_main_hook() -> None:
             data.pop("init_main_from_name", None)
         return data
 
-    get_preparation_data._grpo_math = True
+    get_preparation_data._grpo_math = True  # type: ignore[attr-defined]  # marks the patch as ours
     spawn.get_preparation_data = get_preparation_data
 
 

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from grpo_core.text import completion_text
 
@@ -117,7 +117,7 @@ def _judge(
                 results[i] = 0.0
                 undone += 1
                 continue
-            key = (gold.value, cand)
+            key = (cast(str, gold.value), cand)  # a math gold has its value
             verdict = _fast(*key) or _cached(key)
             if verdict is not None:
                 results[i] = (1.0 if verdict[1] else 0.0) if verdict[0] else None
@@ -255,7 +255,7 @@ def correctness(
     return scores
 
 
-correctness.__doc__ += (
+correctness.__doc__ = (correctness.__doc__ or "") + (
     "\n    A hedge never scores: an answer offering several candidates is the set of\n"
     "    them, which equals no single gold. Tested spellings (0 against 72 and 73):\n"
     + "".join(f"      {h!r}\n" for h in HEDGES)

@@ -12,7 +12,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.base.timelimit import RewardTimeout, call_within, report_once
@@ -71,7 +71,7 @@ class GuardedReward:
 
     guarded = True  # scoring.call_reward: the guard keeps the time limit, no second one around it
 
-    def __init__(self, reward: Reward, *, source: str = "", window: int = 5, max_share: float = 0.2,
+    def __init__(self, reward: Reward | Callable[..., Any], *, source: str = "", window: int = 5, max_share: float = 0.2,
                  log: Callable[[str], None] = print, stalls: Stalls = Stalls(), seen: set | None = None,
                  policy: Policy | None = None):
         self.reward = reward

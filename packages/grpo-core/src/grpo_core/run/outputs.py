@@ -192,7 +192,7 @@ def on_main(work: Callable[[], Any], *, main: bool | None = None, share: Callabl
 def _prepare_main(root: Path, stage_dirs: list[Path], resume, overwrite: bool, health: bool, log,
                   moved: list[Path] | None = None) -> dict:
     check_writable(root)
-    progress = {"stages": {}}
+    progress: dict = {"stages": {}}
     if resume:
         progress = read_progress(root)
         named = isinstance(resume, str) and resume not in ("true", "True")  # --resume CHECKPOINT

@@ -238,7 +238,7 @@ class TrackerCallback(TrainerCallback):
         tables = self.new_tables(self.offset + step)
         for sink in self.sinks:
             try:
-                for i, table in enumerate(tables or [None]):
+                for i, table in enumerate(tables or [None]):  # type: ignore[list-item]  # no table: one send
                     sink.send(step, figures if i == 0 else {}, events if i == 0 else [], table)
             except Exception as exc:  # noqa: BLE001 - one tracker failing leaves the others and training alone
                 self._say(sink.name, exc)

@@ -155,7 +155,8 @@ def run(cfg: RunConfig, *, resume: bool | str = False, overwrite: bool = False, 
         log = lambda message: None  # noqa: E731 - one process speaks
     p = prepare(cfg, check=check, log=log, verbose=verbose, heldout=True)
     resume = resume or p.plans[0].args.resume_from_checkpoint or False
-    dirs, moved = [x.output_dir for x in p.plans], []  # moved: where a fresh start put an earlier run
+    dirs = [x.output_dir for x in p.plans]
+    moved: list[Path] = []  # moved: where a fresh start put an earlier run
     progress = outputs.prepare(p.root, dirs, resume=resume, overwrite=overwrite, health=cfg.health.enabled, log=log,
                                moved=moved)
     try:

@@ -175,11 +175,13 @@ def read_file(path: Path):
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    found = (table.schema.metadata or {}).get(METADATA)
-    try:
-        found = None if found is None else int(found)
-    except ValueError:
-        found = found.decode(errors="replace")
+    raw = (table.schema.metadata or {}).get(METADATA)
+    found: int | str | None = None
+    if raw is not None:
+        try:
+            found = int(raw)
+        except ValueError:
+            found = raw.decode(errors="replace")
     problem = format_problem(found, f"{Path(path).parent.name}/{Path(path).name}")
     if problem:
         raise GrpoError(problem)

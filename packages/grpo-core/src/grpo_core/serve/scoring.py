@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grpo_core.base.errors import GrpoError
@@ -58,7 +59,7 @@ class Slot:
 
     funcs: list
     weights: list[float]
-    log: object = print
+    log: Callable[[str], None] = print
 
     def score(self, completions: list, prompts: list | None, columns: dict[str, list],
               group_size: int | list[int] | None = None) -> dict:
@@ -89,7 +90,7 @@ class Pool:
     workers: int = 4
     queue_size: int = 64
     wait: float = 30.0  # seconds a queued request waits for a slot before it is turned away
-    log: object = print
+    log: Callable[[str], None] = print
     _free: queue.Queue = field(init=False)
     _waiting: int = field(init=False, default=0)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)

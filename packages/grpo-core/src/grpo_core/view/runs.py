@@ -143,6 +143,7 @@ class RolloutLog:
         problems: list[str] = []
         for step, path in self.listing(steps):
             entry = self.entry(step, path)
+            assert entry is not None  # read=True: the entry, read
             if between is not None:
                 between()
             out.append(entry)
