@@ -553,6 +553,7 @@ def load_arithmetic(
 
 
 # The difficulty a curriculum steers by (sampling.prompts: frontier): each row's level, chosen with `level`
-load_arithmetic.difficulty = {"column": "level", "param": "level", "example": "level: [1, 2, 3]"}
+# (grpo_core.data.difficulty's declaration, a function attribute, which mypy does not model)
+load_arithmetic.difficulty = {"column": "level", "param": "level", "example": "level: [1, 2, 3]"}  # type: ignore[attr-defined]
 
 __all__ = ["load_gsm8k", "load_math", "load_medcalc", "load_files", "load_hub", "load_arithmetic"]

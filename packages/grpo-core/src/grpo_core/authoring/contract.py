@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from grpo_core.base.params import split_signature
 from grpo_core.plugin import plugins
@@ -123,7 +123,7 @@ def is_async_callable(func: Callable) -> bool:
     while isinstance(func, functools.partial):
         func = func.func
     return inspect.iscoroutinefunction(func) or (
-        callable(func) and inspect.iscoroutinefunction(func.__call__))
+        callable(func) and inspect.iscoroutinefunction(func.__call__))  # type: ignore[operator]  # mypy#5079: a Callable's __call__
 
 
 class _HiddenCoroutine(Exception):
@@ -299,6 +299,7 @@ class RewardContract:
     columns: dict | None = None
     plugin: Any = None  # a plugin module: registered in process unless already loaded
     max_seconds: float = 30.0  # the hostile batch's time limit (a reward asking a server may need more)
+    _cache: ClassVar[dict[str, CheckResult]]  # each subclass's own results, set on its first check (__dict__)
 
     def _results(self) -> dict[str, CheckResult]:
         cache = type(self).__dict__.get("_cache")

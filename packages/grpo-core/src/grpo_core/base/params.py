@@ -38,7 +38,7 @@ def reserved_columns_problem(names) -> str | None:
 
 
 def signature_of(func: Callable) -> inspect.Signature:
-    target = func.__call__ if not inspect.isroutine(func) and callable(func) else func
+    target = func.__call__ if not inspect.isroutine(func) and callable(func) else func  # type: ignore[operator]  # mypy#5079: a Callable's __call__
     try:
         return inspect.signature(target)
     except (TypeError, ValueError):
@@ -71,7 +71,7 @@ def _hints(func: Callable) -> dict[str, Any]:
     checks of the others."""
     target = getattr(func, "__wrapped__", func)
     if not inspect.isroutine(target) and callable(target):
-        target = target.__call__
+        target = target.__call__  # type: ignore[operator]  # mypy#5079: a Callable's __call__
     try:
         return typing.get_type_hints(target)
     except Exception:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, overload
 
 
 def completion_text(completion: Any) -> str:
@@ -51,7 +51,15 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def text_reward(func: Callable[..., list]) -> Callable[..., list]:
+@overload
+def text_reward(func: Callable[..., Awaitable[list]]) -> Callable[..., Awaitable[list]]: ...
+
+
+@overload
+def text_reward(func: Callable[..., list]) -> Callable[..., list]: ...
+
+
+def text_reward(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator for rewards that want plain strings: ``completions`` is turned
     into a list of ``str`` before ``func`` sees it. Signature, name and
     picklability of ``func`` are kept (module-level functions only), and so is
@@ -105,7 +113,8 @@ def group_end(text: str, start: int, limit: int = MAX_BOX_CHARS) -> int | None:
 
 def _box_argument(text: str, pos: int) -> tuple[str | None, int]:
     """(content, end) of the argument of the box command ending at ``pos``."""
-    start, pos = pos, _BLANKS_RE.match(text, pos).end()
+    blanks = _BLANKS_RE.match(text, pos)  # (matches everywhere: [ \t]*)
+    start, pos = pos, blanks.end() if blanks else pos
     if text.startswith("{", pos):
         end = group_end(text, pos)
         return (None, pos) if end is None else (text[pos + 1 : end - 1].strip() or None, end)

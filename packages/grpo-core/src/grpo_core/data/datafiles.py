@@ -230,10 +230,11 @@ def _read_files(files: list[str], split: str, shown: str) -> datasets.Dataset:
 
 
 def _root_cause(exc: BaseException) -> BaseException:
-    seen = set()
-    while (exc.__cause__ or exc.__context__) is not None and id(exc) not in seen:
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(exc) not in seen:
         seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+        exc, cause = cause, cause.__cause__ or cause.__context__
     return exc
 
 

@@ -72,6 +72,7 @@ def _load_file(path_text: str, ref: str, kind: str = "reward"):
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file (LOCAL_REF_RE) has a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # picklable by name, and loaded once per process
     try:

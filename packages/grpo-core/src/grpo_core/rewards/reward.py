@@ -130,7 +130,7 @@ class AsyncReward(Reward):
 
 
 def _target(func: Callable) -> Callable:
-    return func if inspect.isroutine(func) or not callable(func) else func.__call__
+    return func if inspect.isroutine(func) or not callable(func) else func.__call__  # type: ignore[operator]  # mypy#5079: a Callable's __call__
 
 
 def validate(reward: Reward) -> Reward:

@@ -41,7 +41,8 @@ def classifier(completions, prompts=None, id: str | None = None, batch_size: int
     return scores
 
 
-classifier.grpo_needs_model = True  # grpo check does not load it
+# grpo check does not load it (a function attribute, which mypy does not model)
+classifier.grpo_needs_model = True  # type: ignore[attr-defined]
 
 
 def _load(model_id: str):
