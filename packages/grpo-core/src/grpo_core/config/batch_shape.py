@@ -10,7 +10,7 @@ from typing import Any
 from grpo_core.config.schema import RunConfig, StageSection
 
 # GRPOConfig's defaults (TRL 1.16) for the values that shape a batch; a test holds them to TRL's
-SHAPE_DEFAULTS = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_generations": 8,
+SHAPE_DEFAULTS: dict[str, Any] = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_generations": 8,
                   "num_generations_eval": None, "per_device_eval_batch_size": 8, "eval_strategy": "no",
                   "generation_batch_size": None, "steps_per_generation": None}
 

@@ -27,6 +27,7 @@ import copy
 import difflib
 import importlib.util
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from grpo_core.base.errors import ConfigError, GrpoError, SpecError, UnknownNameError
@@ -104,7 +105,7 @@ def _lora(raw: Any, problems: Problems) -> tuple[dict | None, bool]:
 SWITCH = ValueType(frozenset({"bool"}), kind="bool")
 
 
-def load_config(path: str | os.PathLike | None, overrides: list[str] = (), data: dict | None = None, *,
+def load_config(path: str | os.PathLike | None, overrides: Sequence[str] = (), data: dict | None = None, *,
                 strict: bool = False) -> RunConfig:
     """Read ``path`` (or ``data``), apply ``overrides`` and check everything that
     can be checked without a model: option names, rewards, dataset name, values.
@@ -257,10 +258,11 @@ def _sampling(raw: dict, problems: Problems) -> SamplingSection:
         value = {**{k: v for k, v in value.items() if k != "dynamic"}, "dynamic": True, **value["dynamic"]}
         raw = {**raw, "sampling": value}
     section = read_section(raw, "sampling", SamplingSection, "", problems)
-    unused = [k for k in DYNAMIC_ONLY if k in value] if isinstance(value, dict) and not section.dynamic else []
+    given = value if isinstance(value, dict) else {}
+    unused = [k for k in DYNAMIC_ONLY if k in given] if not section.dynamic else []
     if unused:
         it = "it" if len(unused) == 1 else "them"
-        problems.note(f"{', '.join(f'sampling.{k}: {value[k]}' for k in unused)} ignored: dynamic sampling is off; "
+        problems.note(f"{', '.join(f'sampling.{k}: {given[k]}' for k in unused)} ignored: dynamic sampling is off; "
                       f"set sampling.dynamic: true to use {it}.")
     return section
 
@@ -355,7 +357,9 @@ def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str]
         )
         return None
     parsed = _parsed_specs(specs, problems)
-    funcs = problems.attempt(compose_specs, parsed, time_limit) if parsed else None  # params, weights, gates
+    if not parsed:
+        return None
+    funcs = problems.attempt(compose_specs, parsed, time_limit)  # params, weights, gates
     if funcs is None:
         return None
     clash = sorted({f.__name__ for f in funcs} & set(scorers))
@@ -389,7 +393,7 @@ def _reward_problem(exc: GrpoError, spec: Any) -> GrpoError:
     """An unknown or malformed reward name, with what it may have meant (TRL's and open-r1's names map to ours)."""
     import re
 
-    name = spec.get("name") if isinstance(spec, dict) else re.match(r"[^\s(:]*", str(spec).strip()).group(0)
+    name = spec.get("name") if isinstance(spec, dict) else re.split(r"[\s(:]", str(spec).strip(), maxsplit=1)[0]
     if not isinstance(name, str) or not isinstance(exc, (SpecError, UnknownNameError)):
         return exc
     if name in REMOTE:

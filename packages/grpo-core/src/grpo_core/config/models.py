@@ -277,7 +277,8 @@ def _config_source(model_id: str) -> str | None:
     return str(path) if path.exists() else model_id  # a hub id: its cached config, if any
 
 
-def module_names(model_id: str, revision: str | None = None, trust_remote_code: bool = False):
+def module_names(model_id: str, revision: str | None = None,
+                 trust_remote_code: bool = False) -> tuple[list[str], list[str]] | None:
     """``(every module's name, the names of its linear layers)`` of ``model_id``'s model,
     built from its config on the meta device (no weights, no download); None when the
     config is not on this machine or builds no causal language model."""

@@ -73,7 +73,7 @@ def cli_values(flags: list[tuple[str, list[str]]], types: dict[str, ValueType], 
     """Command-line values typed as GRPOConfig's fields take them (what HfArgumentParser
     does: ``--learning_rate 1e-5`` is a float, ``--bf16`` alone is true)."""
     own = problems is None
-    problems = Problems() if own else problems
+    problems = Problems() if problems is None else problems
     out: dict[str, Any] = {}
     for key, values in flags:
         vtype = types.get(key)

@@ -128,9 +128,8 @@ class LogSection:
 
     @property
     def rollout_every(self) -> int:
-        """Steps between logged steps; 0: no log."""
-        return {"all": 1, "none": 0}.get(self.rollouts, self.rollouts) if isinstance(self.rollouts, str) \
-            else int(self.rollouts)
+        """Steps between logged steps; 0: no log (a text is all or none: the config check saw to it)."""
+        return {"all": 1, "none": 0}[self.rollouts] if isinstance(self.rollouts, str) else int(self.rollouts)
 
 
 @dataclass
@@ -263,7 +262,7 @@ def read_section(data: dict, name: str, cls, where: str, problems: Problems | No
     """The section ``name`` of ``data`` as ``cls``; each unknown option and bad value is a
     problem (and takes its default, so later steps still see a sound section)."""
     own = problems is None
-    problems = Problems() if own else problems
+    problems = Problems() if problems is None else problems
     raw = data.get(name)
     if raw is None:
         raw = {}
@@ -293,7 +292,7 @@ def check_section_values(section, name: str, problems: Problems) -> None:
     for f in dataclasses.fields(section):
         vtype = section_type(f, hints[f.name])
         value = getattr(section, f.name)
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         problem = value_problem(f"{name}.{f.name}", value, vtype, section_range(f, vtype), default)
         if problem:
             problems.add(problem)

@@ -5,6 +5,7 @@ logging integrations."""
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import Any
 
 from grpo_core.base.problems import Problems
@@ -13,7 +14,7 @@ from grpo_core.config.removed import REMOVED, removed_error, unknown_key
 from grpo_core.config.values import RANGES, ValueType, value_problem
 
 
-def check_training(values: dict, where: str, known: dict, problems: Problems) -> None:
+def check_training(values: dict, where: str, known: Collection[str], problems: Problems) -> None:
     for key in values:
         if key not in known:
             problems.add(unknown_key(key, where, sorted(known)))

@@ -145,6 +145,7 @@ def _dataset(raw: dict, trl: dict, r1: dict, names: list[str]) -> None:
         return
     if params:
         if "dataset" in raw:
+            assert first is not None  # params came from one of those keys
             raise openr1.both(first, "dataset", "open-r1's" if first in openr1.DATASET else "TRL's")
         if r1 or names:  # an open-r1 recipe: its prompt column, mixture and reward columns
             params.update({"columns": openr1.reward_columns(names)} if openr1.reward_columns(names) else {})
