@@ -129,9 +129,10 @@ def compare(saved: dict, now: dict, step: int) -> Changes:
 def _data_changes(old: dict | None, new: dict) -> list[str]:
     """The dataset settings that differ, each by name; the rows' fingerprint only when
     none of them does (the same settings giving other rows: a file edited in place)."""
-    names = [k for k in (old or {}) if k != "fingerprint" and old[k] != new.get(k)]
+    old = old or {}
+    names = [k for k in old if k != "fingerprint" and old[k] != new.get(k)]
     out = [f"dataset.{k}: {_show(old[k])} in the checkpoint, {_show(new.get(k))} now" for k in names]
-    if not out and old and "fingerprint" in old and old["fingerprint"] != new.get("fingerprint"):
+    if not out and "fingerprint" in old and old["fingerprint"] != new.get("fingerprint"):
         out.append(f"dataset content: the rows' fingerprint is {old['fingerprint']} in the checkpoint, "
                    f"{new.get('fingerprint')} now, with the same dataset settings and {new.get('rows')} rows "
                    f"(a data file edited in place, or a hub dataset's new revision)")
@@ -214,30 +215,31 @@ def starts_of(found: list[Found]) -> list[Start]:
             lines = [f"Resuming{stage} from {f.checkpoint} (step {f.step})."] if f.checkpoint is not None else []
             out.append(Start(f.name, checkpoint=f.checkpoint, step=f.step, lines=lines))
         elif (f.given and (f.max_steps <= 0 or f.step < f.max_steps)) or 0 < f.finished < f.max_steps:
-            out.append(_extend(f, later))
+            out.append(_extend(f, f.finished, later))
         else:
-            out.append(Start(f.name, finished=f.finished, final=f.final, lines=[_skipping(f)]))
+            out.append(Start(f.name, finished=f.finished, final=f.final, lines=[_skipping(f, f.finished)]))
     return out
 
 
-def _extend(f: Found, later: str | None) -> Start:
-    """A finished stage trained on: from the checkpoint given, or its last one to a larger max_steps."""
+def _extend(f: Found, finished: int, later: str | None) -> Start:
+    """A finished stage (``finished``: its steps) trained on: from the checkpoint given, or
+    its last one to a larger max_steps."""
     what = f"--resume {f.checkpoint}" if f.given else f"max_steps {f.max_steps}"
     if later is not None:
         raise ConfigError(
-            f"Stage {f.name!r} finished with {_steps(f.finished)} and stage {later!r} has trained on from its "
-            f"weights since, so it cannot train again ({what}). Keep its max_steps at {f.finished} (--max_steps on the "
+            f"Stage {f.name!r} finished with {_steps(finished)} and stage {later!r} has trained on from its "
+            f"weights since, so it cannot train again ({what}). Keep its max_steps at {finished} (--max_steps on the "
             f"command line sets every stage: set the last stage's in the config instead), or start a new run.")
     if f.checkpoint is None:
         raise ConfigError(
-            f"Stage {f.name!r} finished with {_steps(f.finished)} and left no checkpoint to continue from "
+            f"Stage {f.name!r} finished with {_steps(finished)} and left no checkpoint to continue from "
             f"(save_strategy: no), so it cannot train to {what}. Start a new run (without --resume); with "
             f"save_strategy: steps (the default) a finished run can be extended.")
     why = "the checkpoint named with --resume" if f.given else f"max_steps {f.max_steps}"
-    again = ("" if f.step >= f.finished else f"; step {f.finished} trains again" if f.step + 1 == f.finished
-             else f"; steps {f.step + 1}-{f.finished} train again")
+    again = ("" if f.step >= finished else f"; step {finished} trains again" if f.step + 1 == finished
+             else f"; steps {f.step + 1}-{finished} train again")
     return Start(f.name, checkpoint=f.checkpoint, step=f.step,
-                 lines=[f"Stage {f.name!r} finished with {_steps(f.finished)}; {why}: resuming from {f.checkpoint} "
+                 lines=[f"Stage {f.name!r} finished with {_steps(finished)}; {why}: resuming from {f.checkpoint} "
                         f"(step {f.step}){again}."])
 
 
@@ -245,10 +247,10 @@ def _steps(n: int) -> str:
     return f"{n} step" if n == 1 else f"{n} steps"
 
 
-def _skipping(f: Found) -> str:
-    if f.max_steps > 0 and f.max_steps < f.finished:
-        return f"Stage {f.name!r} already finished ({_steps(f.finished)}; max_steps {f.max_steps} now); skipping."
-    return (f"Stage {f.name!r} already finished ({_steps(f.finished)}); skipping. To train it longer, raise max_steps "
+def _skipping(f: Found, finished: int) -> str:
+    if f.max_steps > 0 and f.max_steps < finished:
+        return f"Stage {f.name!r} already finished ({_steps(finished)}; max_steps {f.max_steps} now); skipping."
+    return (f"Stage {f.name!r} already finished ({_steps(finished)}); skipping. To train it longer, raise max_steps "
             f"(--resume --max_steps N).")
 
 
@@ -266,7 +268,9 @@ def decide(cfg, plans: list, progress: dict, resume: bool | str, data) -> list[S
     refused = []
     for start, record in zip(starts, records):
         start.record = record
-        saved = read(start.checkpoint) if start.checkpoint is not None and start.finished is None else None
+        if start.checkpoint is None or start.finished is not None:
+            continue
+        saved = read(start.checkpoint)
         if saved is not None:
             changes = compare(saved, record, start.step)
             if changes.refused:

@@ -51,7 +51,7 @@ def usable(model, setting: bool | str, device: str = "cpu") -> bool:
     """``model.shared_prompt`` for this model: false, true (any device) or auto (on a CPU,
     the architectures in :data:`CHECKED`); either way only where :func:`full_attention`."""
     config = getattr(getattr(model, "module", model), "config", None)
-    if setting is False or setting == "false" or not full_attention(config):
+    if setting is False or setting == "false" or config is None or not full_attention(config):
         return False
     return setting is True or setting == "true" or (device == "cpu" and config.model_type in CHECKED)
 

@@ -108,7 +108,8 @@ def _expand(metric: str, label: str, keys: list[str]) -> list[tuple[str, str]]:
 def families(keys: list[str]) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
     """Every figure of ``keys`` in a panel: (key, title, y label, [(metric, label)]), the
     ``PANELS`` first, then each other family in the order first logged."""
-    out, used = [], set()
+    out: list[tuple[str, str, str, list[tuple[str, str]]]] = []
+    used: set[str] = set()
     for key, title, ylabel, metrics in PANELS:
         lines = [m for metric, label in metrics for m in _expand(metric, label, keys)]
         used.update(m for m, _ in lines)
@@ -130,11 +131,11 @@ def families(keys: list[str]) -> list[tuple[str, str, str, list[tuple[str, str]]
 def charts(runs: list[tuple[str, list[dict]]], figure: str | None = None) -> list[Chart]:
     """The panels with data; ``runs``: (label, metrics rows). One run: every figure it
     logged. Several: each panel's headline per run, and ``figure`` (a logged key) first."""
-    runs = [(label, columns(rows)) for label, rows in runs]
-    keys = _union([list(cols) for _, cols in runs])
+    table = [(label, columns(rows)) for label, rows in runs]
+    keys = _union([list(cols) for _, cols in table])
     out = []
     if figure:
-        out.append(_chart(_id(figure), figure, figure, runs, [(figure, figure)]))
+        out.append(_chart(_id(figure), figure, figure, table, [(figure, figure)]))
     for key, title, ylabel, lines in families(keys)[:MAX_PANELS]:
         if len(runs) > 1:
             if not any(key == p[0] for p in PANELS):
@@ -142,7 +143,7 @@ def charts(runs: list[tuple[str, list[dict]]], figure: str | None = None) -> lis
             lines = lines[:1]
             if lines[0][0] == figure:
                 continue  # drawn first already
-        out.append(_chart(key, title, ylabel, runs, lines))
+        out.append(_chart(key, title, ylabel, table, lines))
     return [c for c in out if c is not None]
 
 
