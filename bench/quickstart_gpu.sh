@@ -8,7 +8,9 @@
 #
 # env: MODEL (default /root/m/smollm2.gguf), PY (python3), GRPO (default $PY -m grpo_core), DIR (outputs/qg),
 # EXTRA (more overrides for every run, e.g. a short dry run on a CPU), LIMIT (eval prompts, 64),
-# ARMS ("bare iter2"; "bare" runs the config as it is only, seeds 0 and 1: two runs).
+# ARMS ("bare iter2"; "bare" runs the config as it is only, seeds 0 and 1: two runs; "bf16" samples
+# from a bf16 copy with the adapters merged, with TRL's correction: sampling.precision bf16).
+#   ARMS="bare bf16" bash bench/quickstart_gpu.sh    # low-precision sampling against the config as it is
 #   ARMS=bare EXTRA="--model.cudnn_attention true" bash bench/quickstart_gpu.sh   # do the stops come back?
 # On an H200 (2026-11-26) the four runs took over 6 minutes together: plan for 7.
 set -u
@@ -29,7 +31,8 @@ weights() {  # the finished run's folder, else its last checkpoint
 
 one() {
   local tag=$1 seed=$2; shift 2
-  local start=$SECONDS erc=-
+  local start=$SECONDS erc=- began
+  began=$(date +%s.%N)
   rm -rf "${DIR:?}/$tag" "$DIR/$tag".*  # a reused DIR: nothing of an earlier run is evaluated or shown
   # shellcheck disable=SC2086
   $GRPO train "$DIR/config.yaml" --seed "$seed" --output_dir "$DIR/$tag" "$@" $EXTRA > "$DIR/$tag.train.log" 2>&1
@@ -41,7 +44,7 @@ one() {
       > "$DIR/$tag.eval.log" 2>&1
     erc=$?
   fi
-  echo "$tag rc=$rc train_s=$took weights=${w:-none} eval_rc=$erc" >> "$DIR/runs.txt"
+  echo "$tag rc=$rc train_s=$took weights=${w:-none} eval_rc=$erc began=$began" >> "$DIR/runs.txt"
 }
 
 rm -f "$DIR/runs.txt"
@@ -50,7 +53,8 @@ for arm in $ARMS; do
     bare) one bare-0 0 & one bare-1 1 & ;;
     iter2) one iter2-0 0 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
            one iter2-1 1 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 & ;;
-    *) echo "ARMS: unknown arm '$arm' (bare, iter2)" >&2; exit 2 ;;
+    bf16) one bf16-0 0 --sampling.precision bf16 & one bf16-1 1 --sampling.precision bf16 & ;;
+    *) echo "ARMS: unknown arm '$arm' (bare, iter2, bf16)" >&2; exit 2 ;;
   esac
 done
 wait
@@ -66,4 +70,22 @@ print(f"{sys.argv[1].rsplit('/', 1)[-1][:-10]:9} held-out accuracy {t['accuracy'
       + (f"; base model {b['accuracy']:.3f}" if b and b.get("accuracy") is not None else "") + f"  [{d['checkpoint']}]")
 EOPY
 done
+# the seconds from the start of `grpo train` (loading included) until held-out accuracy first reached
+# TARGET (0.75) in the run's own evaluations (metrics.jsonl: eval/accuracy with the time it was logged)
+$PY - "$DIR" "${TARGET:-0.75}" <<'EOPY'
+import json, sys
+from pathlib import Path
+folder, target = Path(sys.argv[1]), float(sys.argv[2])
+for line in sorted((folder / "runs.txt").read_text().splitlines()):
+    tag = line.split()[0]
+    began = float(line.rsplit("began=", 1)[1])
+    evals = []
+    for raw in (folder / tag / "metrics.jsonl").read_text().splitlines() if (folder / tag / "metrics.jsonl").exists() else []:
+        row = json.loads(raw)
+        if "eval/accuracy" in row and "time" in row:
+            evals.append((row["time"] - began, row.get("step"), row["eval/accuracy"]))
+    hit = next((e for e in evals if e[2] >= target), None)
+    curve = " ".join(f"{s}:{a:.2f}@{t:.0f}s" for t, s, a in evals)
+    print(f"{tag:9} seconds to {target}: {f'{hit[0]:.0f} (step {hit[1]})' if hit else 'not reached'};  held-out {curve}")
+EOPY
 grep -h "gradient norm is\|Training stopped" "$DIR"/*.train.log | cut -c1-300 || true

@@ -13,7 +13,7 @@ import torch
 from grpo_core.base.errors import ConfigError
 from grpo_core.config.precision import sampling_precision
 from grpo_core.run.prepare import cpu_bf16
-from grpo_core.trainer.generation import FastSampling, Sampling, load_policy
+from grpo_core.trainer.generation import FastSampling, Sampling, enable_fast_generation, load_policy
 from grpo_core.trainer.sampling_copy import per_row, sampled_logprobs
 
 
@@ -30,11 +30,15 @@ def _lora(tiny_model):
     return model.eval(), tok
 
 
-def _sampler(model, precision: str | None, logprobs: bool = True, temperature: float = 0.7):
+def _sampler(model, precision: str | None, logprobs: bool = True, temperature: float = 0.7, fast: bool = False):
     from transformers import GenerationConfig
 
     config = GenerationConfig(do_sample=True, max_new_tokens=6, temperature=temperature, top_k=0, pad_token_id=0)
-    return FastSampling(Sampling(merged=True, precision=precision, logprobs=logprobs), config, 6, model=model)
+    sampler = FastSampling(Sampling(merged=True, precision=precision, logprobs=logprobs, fast=fast), config, 6,
+                           model=model)
+    if fast:  # compiled with aot_eager on a CPU: dynamo's trace and the static cache, no C++ build
+        enable_fast_generation(config, backend="aot_eager")
+    return sampler
 
 
 def _generate(model, sampler, ids):
@@ -94,6 +98,31 @@ def test_sampled_log_probabilities_are_the_bf16_models_own_on_the_tokens_it_drew
     got = torch.tensor(logprobs)
     assert (own - f32).abs().max().item() > 1e-3  # bf16 changes them: the assertion below tells the two apart
     assert torch.allclose(got, own, atol=1e-5)
+
+
+def test_compiled_decoding_samples_from_the_copy_as_it_is_refilled_each_step(tiny_model):
+    """Fast generation (static cache, compiled decoding: the CUDA default) samples from the
+    bf16 copy too, and after the adapters move it samples from the new weights: the copy's
+    tensors keep their addresses and are refilled in place, so a compiled (or CUDA-graph
+    captured) decoder reads this step's weights, not the ones it was compiled with."""
+    model, _ = _lora(tiny_model)
+    ids = torch.randint(3, 100, (4, 5))
+    eager, fast = _sampler(model, "bfloat16"), _sampler(model, "bfloat16", fast=True)
+    assert fast.fast and fast.copy is not None and fast.corrects
+    drawn = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        want, want_lp = eager.sample(_generate(model, eager, ids), ids, "cpu")
+        torch.manual_seed(7)
+        got, got_lp = fast.sample(_generate(model, fast, ids), ids, "cpu")
+        assert got == want
+        assert torch.allclose(torch.tensor(got_lp), torch.tensor(want_lp), atol=1e-3)
+        drawn.append(got)
+        with torch.no_grad():  # an optimizer step moves the adapters
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, 0.5)
+    assert drawn[0] != drawn[1]  # the move shows in what is drawn: the second round tells stale weights apart
 
 
 def test_float32_samples_exactly_as_before(tiny_model):

@@ -279,17 +279,12 @@ def cpu_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 def sampling_precision_of(cfg: RunConfig, args, device: str) -> str | None:
     """``sampling.precision`` resolved for ``device`` (the dtype sampled in, None: as the
-    model is); a ConfigError for a precision that device is not sampled in. Fast
-    generation's compiled decoder keeps the weights it captured, so it samples as the
-    model is."""
+    model is); a ConfigError for a precision that device is not sampled in. With fast
+    generation the copy is sampled by the compiled decoder too: its tensors are allocated
+    once and refilled in place before each generation, so the captured graph reads this
+    step's weights (tests/train/test_sampling_precision.py)."""
     on_cpu_bf16 = device == "cpu" and cfg.sampling.precision == "auto" and cpu_bf16()
-    dtype = sampling_precision(cfg.sampling.precision, device, cpu_bf16=on_cpu_bf16, vllm=args.use_vllm)
-    if dtype and fast_generation(cfg, args, device):
-        if cfg.sampling.precision == "auto":
-            return None
-        raise ConfigError(f"sampling.precision: {cfg.sampling.precision} needs model.fast_generation: false "
-                          f"(compiled decoding keeps the weights it captured).")
-    return dtype
+    return sampling_precision(cfg.sampling.precision, device, cpu_bf16=on_cpu_bf16, vllm=args.use_vllm)
 
 
 def generation_threads(cfg: RunConfig, device: str) -> int | str | None:

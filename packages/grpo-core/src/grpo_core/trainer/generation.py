@@ -228,7 +228,9 @@ class FastSampling:
             log("warning: model.merged_sampling: true is not used with fast generation (compiled decoding keeps the "
                 "weights it captured); set model.fast_generation: false to sample from merged weights.")
         self.merge = self.copy = None
-        if settings.precision and not (vllm or model is None or self.fast):
+        # the copy's tensors are allocated once and refilled in place before each generation, so
+        # compiled decoding (CUDA graphs included) reads the same addresses with this step's weights
+        if settings.precision and not (vllm or model is None):
             self.copy = SamplingCopy(model, settings.precision, MergedLora.of(model, merged, log,
                                                                               dtype=settings.precision))
         elif not (vllm or model is None or self.fast):
