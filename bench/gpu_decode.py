@@ -119,7 +119,7 @@ def cell(arm, rows, o, model, record):
     return s, gc, ids
 
 
-def profile(arm, s, gc, model, ids, o, record):
+def profile(arm, s, gc, ids, o, record, model):
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
@@ -139,7 +139,11 @@ def profile(arm, s, gc, model, ids, o, record):
     gpu = [e for e in events if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type)]
     kernels = sum(e.count for e in gpu)
     busy_us = sum(getattr(e, "self_device_time_total", 0) for e in gpu)
-    (Path(o.out) / f"profile-{arm}.txt").write_text(events.table(sort_by=key, row_limit=30))
+    try:
+        top = events.table(sort_by=key, row_limit=30)
+    except Exception:  # noqa: BLE001 - older torch names the column self_cuda_time_total
+        top = events.table(sort_by="self_cuda_time_total" if CUDA else key, row_limit=30)
+    (Path(o.out) / f"profile-{arm}.txt").write_text(top)
     steps = o.profile_steps
     record(dict(what="profile", arm=arm, rows=ids.shape[0], steps=steps, wall_ms_per_step=round(1000 * wall / steps, 3),
                 gpu_busy_ms_per_step=round(busy_us / 1000 / steps, 3), kernels_per_step=round(kernels / steps, 1),
@@ -152,7 +156,7 @@ def logps(model, full, prompt, temperature=1.0):
     return logits.log_softmax(-1).gather(-1, full[:, prompt:].unsqueeze(-1)).squeeze(-1)
 
 
-def check(s, gc, model, ids, o, record):
+def check(s, gc, ids, o, record, model):
     """After the adapters move: the bf16 sampler's recorded log-probs against the copy with
     the new weights, the copy with the old ones, and the trainer."""
     old = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n}
@@ -188,6 +192,15 @@ def check(s, gc, model, ids, o, record):
                 vs_old_weights_mean_abs=round((got - stale).abs().mean().item(), 5),
                 vs_trainer_mean_abs=round((got - trainer).abs().mean().item(), 5),
                 kl_sampler_trainer=round((got - trainer).mean().item(), 6)))
+
+
+def attempt(what, arm, rows, record, step, *args):
+    """``step(*args)``, or None with a row saying why it failed (the other cells still run)."""
+    try:
+        return step(*args) or True
+    except Exception as exc:  # noqa: BLE001 - one cell's failure is a row
+        record(dict(what=f"{what} failed", arm=arm, rows=rows, error=f"{type(exc).__name__}: {str(exc)[:300]}"))
+        return None
 
 
 def main() -> None:
@@ -227,14 +240,11 @@ def main() -> None:
             if time.monotonic() - start > o.budget:
                 record(dict(what="skipped", arm=arm, rows=rows, reason="budget"))
                 continue
-            try:
-                s, gc, ids = cell(arm, rows, o, model, record)
-                if i == 0 and arm != "bare":
-                    profile(arm, s, gc, model, ids, o, record)
-                if i == 0 and arm == "bf16":
-                    check(s, gc, model, ids, o, record)
-            except Exception as exc:  # noqa: BLE001 - one cell's failure is a row, the rest still run
-                record(dict(what="failed", arm=arm, rows=rows, error=f"{type(exc).__name__}: {str(exc)[:300]}"))
+            made = attempt("decode", arm, rows, record, cell, arm, rows, o, model, record)
+            if made and i == 0 and arm != "bare":
+                attempt("profile", arm, rows, record, profile, arm, *made, o, record, model)
+            if made and i == 0 and arm == "bf16":
+                attempt("check", arm, rows, record, check, *made, o, record, model)
             if CUDA:
                 torch.cuda.empty_cache()
 
