@@ -46,9 +46,9 @@ def run_show(args) -> int:
             signature = inspect.signature(func, eval_str=True)
         except Exception:  # an annotation that does not resolve: show it as written
             signature = inspect.signature(func)
-        signature = str(signature).replace("(self, ", "(").replace("(self)", "()")
+        shown = str(signature).replace("(self, ", "(").replace("(self)", "()")
         doc = (inspect.getdoc(func) or "").splitlines()
-        print(f"  {name}{signature}" + (f": {doc[0]}" if doc else ""))
+        print(f"  {name}{shown}" + (f": {doc[0]}" if doc else ""))
     reward = inspect.getdoc(env.cls.get_reward) if env.has_reward else None
     print("Reward: " + (f"get_reward(), logged as rewards/{entry.name}/mean" + (f": {reward.splitlines()[0]}"
                                                                                if reward else "")

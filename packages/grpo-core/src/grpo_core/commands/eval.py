@@ -56,7 +56,7 @@ def _summary(funcs, per_reward, totals, groups, names: list[str] | None = None) 
     from grpo_core.run.heldout import accuracy, correctness_reward, full_marks
 
     flat = [c for g in groups for c in g]
-    out = {"n": len(flat), "reward_total": _mean(totals),
+    out: dict[str, float | None] = {"n": len(flat), "reward_total": _mean(totals),
            "mean_tokens": _mean([c.num_tokens for c in flat]),
            "truncated": _mean([float(c.truncated) for c in flat])}
     names = names or [f.__name__ for f in funcs]
@@ -155,12 +155,14 @@ def eval_sampling(cfg, stage_args, device: str, samples: int) -> dict:
 
 def run(args) -> int:
     cfg = load_config(args.config, args.extra)
+    base_id = cfg.model.id
+    assert base_id is not None  # (load_config requires it)
     if args.samples < 1 or args.limit < 1:
         raise GrpoError("--samples and --limit must be at least 1.")
     if args.checkpoint is None:
         args.checkpoint = _finished_run(cfg)
     args.checkpoint = run_weights(args.checkpoint)  # a grpo train output dir: the weights it saved
-    _check_checkpoint(args.checkpoint, cfg.model.id)
+    _check_checkpoint(args.checkpoint, base_id)
     split = args.split or cfg.dataset.eval_split or "test"
     p = prepare(cfg, check=False, eval_split=split, verbose=args.verbose)  # held-out prompts as training prompts them
     device, ds = p.device, p.eval_ds.select(range(min(args.limit, len(p.eval_ds))))
@@ -170,10 +172,10 @@ def run(args) -> int:
     prompts = [r["prompt"] for r in rows]
     sampling = eval_sampling(cfg, stage.args, device, args.samples)
     results, written = {}, {}
-    targets = [("base", cfg.model.id)] if args.base else []
+    targets = [("base", base_id)] if args.base else []
     for label, target in targets + [("trained", str(args.checkpoint))]:
         print(f"eval: generating with the {label} model ({target}) on {len(rows)} '{split}' prompts ...", flush=True)
-        model, tok = load_policy(target, base=cfg.model.id if label == "trained" else None,
+        model, tok = load_policy(target, base=base_id if label == "trained" else None,
                                  dtype=cfg.model.dtype, device=device, chat_template=cfg.model.chat_template)
         if cfg.environment is not None:
             results[label], written[label] = _multi_turn(p, stage, rows, model, tok, args.samples)
@@ -185,7 +187,7 @@ def run(args) -> int:
                              [p for p in prompts for _ in range(args.samples)])
         results[label] = _summary(stage.funcs, scored.per_reward, scored.totals, groups)
         written[label] = _written([f.__name__ for f in stage.funcs], scored.per_reward, groups)
-    _report(args, split, rows, sampling["do_sample"], cfg.model.id, results, written)
+    _report(args, split, rows, sampling["do_sample"], base_id, results, written)
     _say_misses(stage.funcs, rows, written["trained"])
     return 0
 

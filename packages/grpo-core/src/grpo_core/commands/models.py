@@ -50,6 +50,7 @@ def run_list(args) -> int:
 
 
 def run_pull(args) -> int:
+    path: str | Path
     if args.name in ALIASES:
         path = pull(args.name, force=args.force)
     elif args.name.lower().endswith(".gguf"):

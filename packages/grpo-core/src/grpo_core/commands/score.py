@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from grpo_core.base import jsontext
 from grpo_core.base.errors import GrpoError, MissingColumnError
@@ -25,6 +26,9 @@ from grpo_core.rewards.scoring import (
     score_batch,
 )
 from grpo_core.runfiles import rollouts as rollout_log
+
+if TYPE_CHECKING:
+    import csv
 
 INPUTS = (".jsonl", ".csv", ".parquet")
 
@@ -274,7 +278,8 @@ def run(args) -> int:
     sides = [_Side(args.rewards, args.group_size)]
     if args.against:
         sides.append(_Side(args.against, args.group_size, prefix="against/"))
-    compare, grouper = (Comparison(), Grouper(args.group_size)) if args.against else (None, None)
+    compare = Comparison() if args.against else None
+    grouper = Grouper(args.group_size)  # (used with compare only)
     steps: dict = {}  # a rollout log's comparison, per step
     step_of: dict = {}  # row number -> the log's step
     _say_manifest(args.input, args.rewards)
@@ -316,7 +321,7 @@ def _group_rewards(sides: list[_Side], args) -> list[str]:
     """The group rewards scored; with them, which rows form a group must be said."""
     names = [f.__name__ for side in sides for f in side.funcs if getattr(f, "group", False)]
     if names and not args.group_size and not _is_log(args.input):
-        first = next(_read_batches(args.input, 1), [(0, {})])[0][1]
+        first: dict = next(_read_batches(args.input, 1), [(0, {})])[0][1]
         if "group" not in first and "prompt" not in first:
             raise GrpoError(
                 f"{', '.join(names)} {'is a group reward' if len(names) == 1 else 'are group rewards'}: say which rows "
@@ -370,7 +375,7 @@ def _report(args, sides: list[_Side], compare, steps: dict | None = None) -> int
         print_json(summary)
         return 0
     print(f"{summary['lines']} completions from {args.input}")
-    for side, s in zip(sides, [summary, summary.get("against")]):
+    for side, s in zip(sides, [summary, summary.get("against", {})]):  # (one side without compare)
         if compare:
             print(f"\n{'--against' if side.prefix else '--rewards'}:")
         _print_side(s)
@@ -427,8 +432,8 @@ class _Output:
 
     def __init__(self, path: Path):
         self.path = path
-        self.fh = None  # opened with the first rows: an input with none leaves no file behind
-        self.csv = None
+        self.fh: TextIO | None = None  # opened with the first rows: an input with none leaves no file behind
+        self.csv: csv.DictWriter | None = None
 
     def write(self, records: list[dict]) -> None:
         if self.fh is None:

@@ -56,5 +56,5 @@ def run(args) -> int:
           f"{'; token required: open ' + url + '?token=...' if token else ''}. Ctrl-C stops.", file=sys.stderr)
     if note:
         print(f"grpo view: {note}.", file=sys.stderr)
-    serve(app, args.host, args.port, token, graceful=3.0)
+    serve(app, args.host, args.port, token, graceful=3)
     return 0

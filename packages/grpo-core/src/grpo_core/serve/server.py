@@ -37,14 +37,14 @@ def token_from(flag: str | None) -> str | None:
     return flag or os.environ.get(TOKEN_ENV) or None
 
 
-def _config(app, host: str, port: int, graceful: float):
+def _config(app, host: str, port: int, graceful: int):
     import uvicorn
 
     return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                           timeout_graceful_shutdown=graceful, lifespan="off")
 
 
-def serve(app, host: str, port: int, token: str | None, graceful: float = 60.0) -> None:
+def serve(app, host: str, port: int, token: str | None, graceful: int = 60) -> None:
     """Blocks until Ctrl-C or SIGTERM; the requests in flight are finished first."""
     import uvicorn
 
@@ -67,8 +67,7 @@ class Background:
         check_bind(host, token)
         self.port = port or free_port(host)
         self.url = f"http://{host}:{self.port}"
-        self.server = uvicorn.Server(_config(app, host, self.port, 3.0))
-        self.server.install_signal_handlers = lambda: None  # not the main thread
+        self.server = uvicorn.Server(_config(app, host, self.port, 3))  # (off the main thread: no signal handlers)
         self.thread = threading.Thread(target=self.server.run, name="grpo-serve", daemon=True)
 
     def __enter__(self) -> str:
