@@ -97,7 +97,9 @@ class _Watchdog:
                     continue
                 token = self.fired = self.active
                 self.deadline = None
-                signal.pthread_kill(threading.main_thread().ident, SIGNAL)
+                main = threading.main_thread().ident
+                assert main is not None  # (set once a thread starts: the main thread runs this program)
+                signal.pthread_kill(main, SIGNAL)
                 if not self.cond.wait_for(lambda t=token: self.active != t, self.grace):
                     _give_up(self.what, self.grace)
 

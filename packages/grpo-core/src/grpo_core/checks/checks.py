@@ -100,7 +100,7 @@ def declared_reads_answers(reward) -> bool | None:
             return value
     if not getattr(reward, "source", ""):  # a function of one's own: its attribute is all it declares
         return None
-    entry = registry.rewards().entries.get(getattr(reward, "name", None))
+    entry = registry.rewards().entries.get(getattr(reward, "name", ""))  # ("": no entry's name)
     value = entry.extra.get("reads_answers") if entry is not None else None
     return value if isinstance(value, bool) else None
 

@@ -68,8 +68,8 @@ def wrong_answer(gold: str) -> str:
     except ValueError:
         pass
     try:
-        value = float(text)
-        return repr(value + 1) if math.isfinite(value) else "0"
+        number = float(text)
+        return repr(number + 1) if math.isfinite(number) else "0"
     except ValueError:
         return "0" if text != "0" else "1"
 

@@ -50,7 +50,7 @@ class Environment:
     spec: EnvironmentSpec
     entry: registry.Entry
     factory: Callable[[], Any]  # what TRL's environment_factory gets: each call, a fresh instance
-    cls: type
+    cls: type[Any]  # the instances' class: its tools and get_reward are read off it
     tools: tuple[str, ...]
     has_reward: bool
     columns: tuple[str, ...]  # dataset columns its reset() needs
@@ -159,8 +159,7 @@ def resolve(spec: EnvironmentSpec) -> Environment:
 
 def _bind(owner: str, func: Callable, params: dict) -> None:
     bind_params(owner, func, params)
-    _, required, _ = split_signature(func)
-    required = [n for n in required if n != "self"]
+    required = [n for n in split_signature(func)[1] if n != "self"]
     if required:
         raise ConfigError(f"{owner}: {', '.join(required)} must have defaults: TRL makes each environment "
                           f"with no arguments (fix the plugin's factory).")
@@ -209,7 +208,7 @@ def parse_section(environment: Any, tools: Any) -> EnvironmentSection | None:
 
 def _check_shared_classes(routes: dict[str | None, Environment]) -> None:
     """TRL scores one class in one reward column: routes sharing it must agree on the weight."""
-    by_class: dict[type, tuple[str, Environment]] = {}
+    by_class: dict[type, tuple[str | None, Environment]] = {}
     for route, env in routes.items():
         if not env.has_reward:
             continue

@@ -183,7 +183,7 @@ def score_batch(funcs: Sequence, weights: Sequence[float], completions: list, ro
     def log_metric(name: str, value: float) -> None:
         metrics.setdefault(name, []).append(float(value))
 
-    per_reward = []
+    per_reward: list[list[float | None]] = []
     for f in funcs:
         if (skip_model_rewards and needs_model(f)) or getattr(f, "timed_out", False):
             per_reward.append([None] * len(completions))
@@ -281,7 +281,8 @@ class Grouper:
     left over, not a group)."""
 
     def __init__(self, size: int | None):
-        self.size, self.pending, self.key = size, [], None
+        self.size, self.key = size, None
+        self.pending: list = []
 
     def add(self, items: Sequence, keys: Sequence) -> list[list]:
         done = []

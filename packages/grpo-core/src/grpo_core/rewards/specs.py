@@ -163,8 +163,8 @@ def _split_name(text: str) -> tuple[str, str]:
     m = LOCAL_REF_RE.match(text)
     if m:
         return m["ref"].strip(), text[m.end():].strip()
-    m = re.match(r"[^\s(:]*", text)
-    return m.group(0), text[m.end():].strip()
+    name = re.split(r"[\s(:]", text, maxsplit=1)[0]
+    return name, text[len(name):].strip()
 
 
 def _condition(text: str, spec: str):

@@ -177,7 +177,8 @@ class HealthCallback(TrainerCallback):
         self.active: set[str] = set()
         self.events: list[dict] = []
         # held-out evaluations: (step, mean training reward since the previous one, accuracy)
-        self.evals: deque = deque(maxlen=max(cfg.window, 2))
+        self.evals_kept = max(cfg.window, 2)
+        self.evals: deque[tuple[int, float, float]] = deque(maxlen=self.evals_kept)
         self._since: list[float] = []
         self.stop: dict | None = None  # the divergence event that stops training (on_divergence: stop)
         self.main = True  # the main process writes health.jsonl and warns
@@ -226,7 +227,7 @@ class HealthCallback(TrainerCallback):
             return
         self.evals.append((step, sum(self._since) / len(self._since), acc))
         self._since = []
-        if len(self.evals) < self.evals.maxlen:
+        if len(self.evals) < self.evals_kept:
             return
         (s0, r0, a0), (s1, r1, a1) = self.evals[0], self.evals[-1]
         if r1 > r0 + 1e-6 and a1 < a0 - 1e-6:
@@ -316,7 +317,7 @@ class AdaptiveWeightsCallback(TrainerCallback):
         self.names = list(names)
         self.base = [float(w) for w in weights]
         self.factors = [1.0] * len(weights)
-        self.trainer = None
+        self.trainer: Any = None  # the GRPOTrainer, once bound
         self._seen = 0  # the trainer's generation batches already steered by
 
     def bind(self, trainer) -> None:

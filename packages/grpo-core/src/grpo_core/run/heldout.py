@@ -70,7 +70,7 @@ class HeldoutCallback(TrainerCallback):
         self.every = every_steps
         self.offset = offset
         self.multi_turn = multi_turn  # (prepared, stage) with an environment: rolled out as grpo eval does
-        self.trainer = None
+        self.trainer: Any = None  # the GRPOTrainer, once bound
         self.results: list[tuple[int, float]] = []  # (global step, accuracy)
 
     def bind(self, trainer) -> None:
@@ -92,7 +92,7 @@ class HeldoutCallback(TrainerCallback):
         model.eval()
         try:
             if self.multi_turn is not None:
-                return accuracy(self._rolled_out(model), full_marks(self.reward))
+                return accuracy(self._rolled_out(model, *self.multi_turn), full_marks(self.reward))
             with self._as_training_samples():
                 groups = generation.generate(model, self.trainer.text_tokenizer, [r["prompt"] for r in self.rows],
                                              n=1, do_sample=False, **self.sampling)
@@ -110,11 +110,9 @@ class HeldoutCallback(TrainerCallback):
             return contextlib.nullcontext()
         return sampler.policy(self.trainer.accelerator.device.type)
 
-    def _rolled_out(self, model) -> list:
+    def _rolled_out(self, model, prepared, stage) -> list:
         """The correctness reward's scores of greedy multi-turn rollouts (tool calls, their
         results, the next turn), made as ``grpo eval`` makes them (:func:`rollouts.sample`)."""
-
-        prepared, stage = self.multi_turn
         with _rng_kept():  # building the rollouts' trainer reseeds; training's own sampling goes on unchanged
             done = sample(prepared, stage, self.rows, model, self.trainer.processing_class, 1, greedy=True)
         return done.per_reward[next(i for i, f in enumerate(stage.funcs) if f is self.reward)]

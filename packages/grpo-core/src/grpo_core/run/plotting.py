@@ -14,7 +14,7 @@ from pathlib import Path
 
 def read_metrics(path: str | Path) -> list[dict]:
     """Training log records (those with a ``reward``) from ``metrics.jsonl``."""
-    rows = []
+    rows: list[dict] = []
     p = Path(path)
     if not p.is_file():
         return rows

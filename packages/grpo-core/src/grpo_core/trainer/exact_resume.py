@@ -95,7 +95,7 @@ class ExactResume:
         if self.resume_dir is None:
             return None
         for state in self.states:
-            state.load(self.resume_dir)
+            state.load(Path(self.resume_dir))
         path = self.buffer_path(self.resume_dir)
         if not self.mid_buffer(micro_step) or not path.is_file():  # our own file, written by save
             return None

@@ -38,7 +38,7 @@ def where(expr: str):
         value = float(m["value"]) if m else None
     except ValueError:  # 1.2.3
         value = None
-    if value is None:
+    if value is None or m is None:
         raise GrpoError(f"--where {expr[:200]!r}: write COLUMN OP NUMBER, e.g. 'format.xml_strict>0.5' "
                         f"(ops > >= < <= ==).")
     col, op = m["col"], m["op"]
