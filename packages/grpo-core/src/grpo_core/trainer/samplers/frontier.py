@@ -28,6 +28,7 @@ import math
 import random
 from collections.abc import Sequence
 
+from grpo_core.data.difficulty import Difficulty
 from grpo_core.trainer.samplers.base import Pool, flat
 from grpo_core.trainer.samplers.builtin import SAMPLERS
 
@@ -39,8 +40,9 @@ class Frontier:
                  prior: float, decay: float, start: float | None):
         self.target, self.use_knob, self.step, self.explore = target, knob, step, explore
         self.candidates, self.prior, self.decay, self.start_at = candidates, prior, decay, start
-        self.pool: Pool | None = None
+        self.pool: Pool  # set by start
         self.by_level: dict[float, list[int]] = {}  # the knob's values, each with its rows
+        self.row_levels: Sequence[float] = ()  # each row's difficulty, where the knob steers
         self.level: float | None = None  # the knob's current difficulty
         self.batches = 0  # batches chosen so far (each one's random draws are seeded by it)
         self.prompts: dict[int, list[float]] = {}  # prompt key -> [passes, fails], decayed
@@ -54,18 +56,19 @@ class Frontier:
     def start(self, pool: Pool) -> None:
         self.pool = pool
         self.by_level = {}
-        levels = self._levels(pool)
-        if levels is None:
+        steering = self._steering(pool)
+        if steering is None:
             return
-        for row, value in enumerate(pool.difficulty):
+        knob, self.row_levels = steering
+        for row, value in enumerate(self.row_levels):
             self.by_level.setdefault(float(value), []).append(row)
         low, high = min(self.by_level), max(self.by_level)
         if self.start_at is not None and not low <= self.start_at <= high:
             raise ValueError(f"frontier's start={self.start_at:g} lies outside the training rows' difficulties "
-                             f"({pool.knob.column} {low:g} to {high:g}); give one inside, or leave it out (the easiest).")
+                             f"({knob.column} {low:g} to {high:g}); give one inside, or leave it out (the easiest).")
         if self.level is None:  # (a resumed run's was loaded)
             self.level = low if self.start_at is None else float(self.start_at)
-        pool.say(f"frontier: difficulty from dataset '{pool.dataset}' column '{pool.knob.column}' "
+        pool.say(f"frontier: difficulty from dataset '{pool.dataset}' column '{knob.column}' "
                  f"({low:g} to {high:g}, {len(self.by_level)} values), starting at {self.level:g}; target pass rate "
                  f"{self.target:g}, and each prompt's pass-rate estimate.")
 
@@ -101,7 +104,7 @@ class Frontier:
             scores += got
         observed = sum(scores) / len(scores) if scores else math.nan
         if self.level is not None and scores:
-            self._move(observed)
+            self._move(self.level, observed)
         self.last = {"expected_pass": self.expected, "observed_pass": observed,
                      "flat_share": flats / len(rows) if rows else math.nan}
         if self.level is not None:
@@ -133,41 +136,43 @@ class Frontier:
         return self.prior * mean + s, self.prior * (1.0 - mean) + f
 
     def _bucket(self, row: int) -> str:
-        return "all" if not self.by_level else f"{float(self.pool.difficulty[row]):g}"
+        return "all" if not self.by_level else f"{float(self.row_levels[row]):g}"
 
     def _band(self, n: int) -> list[int]:
         """The rows nearest the current difficulty (every row without a knob): whole
         difficulties, nearest first, until there are ``candidates`` times ``n`` rows."""
-        if self.level is None:
+        level = self.level
+        if level is None:
             return list(range(len(self.pool)))
         band: list[int] = []
-        for value in sorted(self.by_level, key=lambda v: (abs(v - self.level), v)):
+        for value in sorted(self.by_level, key=lambda v: (abs(v - level), v)):
             if len(band) >= self.candidates * n:
                 break
             band += self.by_level[value]
         return band
 
-    def _move(self, observed: float) -> None:
-        """AdaRFT's update of the difficulty; at an end it cannot pass, one warning."""
+    def _move(self, level: float, observed: float) -> None:
+        """AdaRFT's update of the difficulty (now ``level``); at an end it cannot pass, one warning."""
         low, high = min(self.by_level), max(self.by_level)
         push = math.tanh(2.0 * (observed - self.target))
-        end = "low" if push < 0 and self.level <= low else "high" if push > 0 and self.level >= high else ""
+        end = "low" if push < 0 and level <= low else "high" if push > 0 and level >= high else ""
         if end and end != self.stuck:
             self._say_stuck(end, observed, low if end == "low" else high)
         self.stuck = end
-        self.level = min(high, max(low, self.level + self.step * (high - low) * push))
+        self.level = min(high, max(low, level + self.step * (high - low) * push))
 
     def _say_stuck(self, end: str, observed: float, value: float) -> None:
-        pool = self.pool
+        pool, knob = self.pool, self.pool.knob
+        assert knob is not None  # (the knob moves only where start found one)
         below, which, way = ("below", "easiest", "down") if end == "low" else ("above", "hardest", "up")
         wanted = "easier" if end == "low" else "harder"
         pool.say(f"warning: frontier: the observed pass rate {observed:.2f} is {below} the target {self.target:g} at "
-                 f"the {which} difficulty the training rows have ({pool.knob.column} {value:g}): the knob cannot "
+                 f"the {which} difficulty the training rows have ({knob.column} {value:g}): the knob cannot "
                  f"move further {way}; prompts are chosen by their pass-rate estimates there. For {wanted} prompts, "
-                 f"{pool.knob.widen(pool.dataset)}.")
+                 f"{knob.widen(pool.dataset)}.")
 
-    def _levels(self, pool: Pool) -> list | None:
-        """The knob's values when it steers; None (said why) when it does not."""
+    def _steering(self, pool: Pool) -> tuple[Difficulty, Sequence[float]] | None:
+        """The knob and each row's difficulty when it steers; None (said why) when it does not."""
         if self.use_knob is False:
             return None
         knob, name = pool.knob, pool.dataset
@@ -181,7 +186,7 @@ class Frontier:
             why = (f"every training row of dataset '{name}' has {knob.column} {value:g}: one difficulty, so the "
                    f"knob cannot steer; {knob.widen(name)}")
         else:
-            return sorted({float(v) for v in pool.difficulty})
+            return knob, pool.difficulty
         if self.use_knob is True:
             raise ValueError(f"frontier(knob=True) steers by the dataset's difficulty, but {why}. Or leave knob out "
                              f"(auto): prompts are then chosen by their pass-rate estimates alone.")
@@ -213,7 +218,7 @@ def frontier(target: float = 0.5, knob: bool | str = "auto", step: float = 0.1, 
              candidates: int = 4, prior: float = 2.0, decay: float = 0.9, start: float | None = None) -> Frontier:
     """Prompts whose expected pass rate is nearest ``target``."""
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 < target < 1.0:
-        why = {0: "only groups expected all wrong", 1: "only groups expected all right"}.get(target, "no pass rate")
+        why = {0.0: "only groups expected all wrong", 1.0: "only groups expected all right"}.get(target, "no pass rate")
         raise ValueError(f"frontier's target is {target!r}: that chooses {why}, flat groups that teach nothing; "
                          f"give a pass rate strictly between 0 and 1 (0.5: groups half right).")
     if knob not in (True, False, "auto"):
