@@ -132,7 +132,7 @@ def test_the_loaders_signature_lists_the_tasks_settings(rg):
 
     sig = inspect.signature(registry.datasets().get("rg.leg_counting").obj)
     assert list(sig.parameters) == ["split", "seed", "size", "min_animals", "max_animals",
-                                    "min_instances", "max_instances"]
+                                    "min_instances", "max_instances", "level"]
     assert sig.parameters["max_animals"].default == 10 and sig.parameters["max_animals"].annotation is int
 
 
@@ -164,3 +164,37 @@ def test_rg_task_refuses_a_config_that_is_not_a_mapping(rg):
         rg("rg.task", task="chain_sum", config=[1])
     with pytest.raises(DatasetError, match="config must be a mapping of the task's settings, got list"):
         load_any(task="chain_sum", config=[1])  # called directly, past grpo's parameter check
+
+
+def test_levels_load_rows_of_each_curriculum_level_with_their_level_as_difficulty(rg):
+    """basic_arithmetic's curriculum: num_terms levels 2, 3, 4, 5, 6 and num_digits 1, 2, 3, 4;
+    level L is each knob's L-th value alone (reasoning-gym's upper_bound mode)."""
+    import json
+
+    from grpo_core.data.difficulty import of_dataset
+
+    ds = rg("rg.basic_arithmetic", size=5, level=[2, 0])
+    assert ds["level"] == [0, 0, 0, 2, 2]  # 5 rows over 2 levels: 3 + 2, in level order
+    config = {r["level"]: json.loads(r["rg_entry"])["config"] for r in ds}
+    assert {k: config[0][k] for k in ("min_terms", "max_terms", "min_digits", "max_digits")} == \
+        {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}
+    assert {k: config[2][k] for k in ("min_terms", "max_terms", "min_digits", "max_digits")} == \
+        {"min_terms": 4, "max_terms": 4, "min_digits": 3, "max_digits": 3}
+    assert config[2]["operators"] == config[0]["operators"]  # what the curriculum does not move passes through
+    test = rg("rg.basic_arithmetic", split="test", size=5, level=[0, 2])
+    assert test["level"] == [0, 0, 0, 2, 2] and not set(test["question"]) & set(ds["question"])
+    knob = of_dataset("rg.basic_arithmetic")  # what sampling.prompts: frontier steers by
+    assert (knob.column, knob.param) == ("level", "level") and of_dataset("rg.task") == knob
+    assert "level" not in rg("rg.basic_arithmetic", size=2).column_names  # without level: as before
+    assert rg("rg.task", task="gcd", size=4, level=[0, 1])["level"] == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"level": 5}, "level must be a curriculum level from 0 to 4"),
+    ({"level": [1, 1]}, "a list of different ones"),
+    ({"level": [0, 1], "min_terms": 3}, "give level or min_terms, not both"),
+    ({"level": [0, 1, 2], "size": 2}, "size 2 is fewer rows than the 3 levels"),
+])
+def test_a_level_outside_the_curriculum_or_clashing_with_a_setting_is_refused(rg, params, message):
+    with pytest.raises(Exception, match=message):
+        rg("rg.basic_arithmetic", **{"size": 6, **params})

@@ -40,6 +40,9 @@ TEST_SEED_OFFSET = 1_000_000_007  # test items' seeds: past any train split's (r
 TEST_DRAWS = 10  # the test split draws up to this many items per row it is to have
 SPLITS = ("train", "test")
 OWN = ("seed", "size")  # config fields grpo sets itself: they are the loaders' own parameters
+LEVEL = "level"  # reasoning-gym's curriculum level: a loader parameter and, when given, a column
+# the difficulty a curriculum steers by (sampling.prompts: frontier; grpo_core.data.difficulty)
+DIFFICULTY = {"column": LEVEL, "param": LEVEL, "example": "level: [0, 1, 2]"}
 
 # Tasks whose scorer runs the model's answer as code (eval) or through sympy's parse_expr
 # (itself eval): rg.score would execute untrusted text, so they are refused (reasoning-gym
@@ -137,6 +140,7 @@ def task_signature(task: str) -> inspect.Signature:
         inspect.Parameter("seed", kw, default=0, annotation=int),
         inspect.Parameter("size", kw, default=DEFAULT_SIZE, annotation=int),
         *knobs(task).values(),
+        *([inspect.Parameter(LEVEL, kw, default=None, annotation=int | list[int] | None)] if curriculum(task) else []),
     ])
 
 
@@ -167,18 +171,22 @@ def task_loader(task: str, description: str) -> Callable:
         f"{description}.\n\nreasoning-gym's `{task}` task, seeded and offline. Parameters: `seed`, "
         f"`size` (rows per split), and the task's own settings (its config's fields, listed in the "
         f"error for an unknown one). Splits `train` and `test` (disjoint seeds; no test question "
-        f"is a train question). Columns: question, answer, rg_entry (what rg.score reads)."
+        f"is a train question). Columns: question, answer, rg_entry (what rg.score reads); with `level` "
+        f"(reasoning-gym's curriculum level, a number or a list: `level: [0, 1, 2]`) also level, each row's "
+        f"difficulty (what sampling.prompts: frontier steers by)."
     )
     load.__signature__ = TaskSignature(task)  # type: ignore[attr-defined]  # what inspect.signature reads
+    load.difficulty = DIFFICULTY  # type: ignore[attr-defined]  # every named task has a curriculum
     return load
 
 
 def load_any(split: str = "train", *, task: str = "", seed: int = 0, size: int = DEFAULT_SIZE,
-             config: dict | None = None):
+             config: dict | None = None, level: int | list[int] | None = None):
     """Any reasoning-gym task by name: rg.task(task=..., config={...}), its settings in config.
 
     ``task``: a task of reasoning-gym's registry (those whose scorer evaluates the answer as
-    code are refused); ``config``: the task's settings (its config dataclass's fields). Splits,
+    code are refused); ``config``: the task's settings (its config dataclass's fields);
+    ``level``: reasoning-gym's curriculum level(s), as for the named datasets. Splits,
     seeding and columns as for the named ``rg.<task>`` datasets. (``name`` is the dataset's
     own name in grpo: the task is ``task``.)
     """
@@ -191,12 +199,14 @@ def load_any(split: str = "train", *, task: str = "", seed: int = 0, size: int =
                            f"got {type(config).__name__} {config!r:.80}.")
     task_classes(task, what)
     check_knobs(task, config or {}, what)
-    return load_task(task, split, seed=seed, size=size, what=what, **(config or {}))
+    return load_task(task, split, seed=seed, size=size, what=what, level=level, **(config or {}))
 
 
 def load_task(task: str, split: str = "train", *, seed: int = 0, size: int = DEFAULT_SIZE,
-              what: str | None = None, **settings: Any):
-    """The rows of ``split`` of reasoning-gym's ``task`` (see the module docstring)."""
+              what: str | None = None, level: Any = None, **settings: Any):
+    """The rows of ``split`` of reasoning-gym's ``task`` (see the module docstring); with
+    ``level``, rows of each curriculum level given (:func:`level_settings`), ``size`` split
+    evenly among them, each row's level in a ``level`` column."""
     import datasets
 
     what = what or f"dataset 'rg.{task}'"
@@ -205,16 +215,64 @@ def load_task(task: str, split: str = "train", *, seed: int = 0, size: int = DEF
     for key, value, low, high in (("seed", seed, 0, 2**62), ("size", size, 1, MAX_SIZE)):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise DatasetError(f"{what}: {key} must be a whole number from {low} to {high}, got {value!r}.")
+    parts = [(None, settings, size)] if level is None else level_settings(task, level, settings, size, what)
 
     def base(name: str):
         if name not in SPLITS:
             raise SplitError(f"{what} has splits {', '.join(SPLITS)} (no test question is a train "
                              f"question), not {name!r}; slice one instead, e.g. split='train[:90%]'.")
-        train = items(task, settings, seed, size, what)
-        rows = train if name == "train" else test_items(task, settings, seed, size, train, what)
-        return datasets.Dataset.from_list([row(task, settings, e, what) for e in rows])
+        out = []
+        for lvl, knobs_of_level, n in parts:
+            train = items(task, knobs_of_level, seed, n, what)
+            made = train if name == "train" else test_items(task, knobs_of_level, seed, n, train, what)
+            out += [row(task, knobs_of_level, e, what, lvl) for e in made]
+        return datasets.Dataset.from_list(out)
 
     return load_split(split, base, what)
+
+
+def curriculum(task: str):
+    """reasoning-gym's curriculum of ``task`` (a fresh one), or None where it has none."""
+    from reasoning_gym.factory import CURRICULA
+
+    made = CURRICULA.get(task)
+    return made() if made is not None else None
+
+
+def level_settings(task: str, level: Any, settings: dict, size: int, what: str) -> list[tuple[int, dict, int]]:
+    """(level, the task's settings at that level, rows) for each curriculum level asked for.
+
+    A level sets the knobs reasoning-gym's curriculum for the task moves (each knob its
+    level's own segment of values: reasoning-gym's ``upper_bound`` mode, so a higher level is
+    harder and two levels share no range); the other settings pass through."""
+    from reasoning_gym.coaching.base_curriculum import DefaultCurriculumContext, RangeAttributeMode
+
+    made = curriculum(task)
+    if made is None:
+        raise DatasetError(f"{what}: reasoning-gym has no curriculum for {task}, so it has no level; leave level out "
+                           f"and set its settings ({_knob_list(task)}).")
+    top = max((len(a.levels) - 1 for a in made.attributes.values()), default=0)
+    levels = level if isinstance(level, list) else [level]
+    if not levels or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top for v in levels) \
+            or len(set(levels)) < len(levels):
+        raise DatasetError(f"{what}: level must be a curriculum level from 0 to {top} or a list of different ones "
+                           f"(level: [0, 1, 2]), got {level!r}.")
+    moved = sorted({name for a in made.attributes.values()
+                    for name in (getattr(a, "lower_field_name", None), getattr(a, "upper_field_name", None),
+                                 getattr(a, "field_name", None)) if name})
+    clash = sorted(set(settings) & set(moved))
+    if clash:
+        raise DatasetError(f"{what}: level sets {', '.join(moved)}; give level or {', '.join(clash)}, not both.")
+    if size < len(levels):
+        raise DatasetError(f"{what}: size {size} is fewer rows than the {len(levels)} levels asked for; raise size.")
+    out = []
+    for i, lvl in enumerate(sorted(levels)):
+        made.set_global_level(lvl)
+        config = made.generate_configuration(dict(settings), DefaultCurriculumContext(RangeAttributeMode.UPPER_BOUND))
+        chosen = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in OWN and f.init}
+        chosen = {k: list(v) if isinstance(v, tuple) else v for k, v in chosen.items()}  # as JSON keeps them
+        out.append((lvl, chosen, size // len(levels) + (1 if i < size % len(levels) else 0)))
+    return out
 
 
 def test_items(task: str, settings: dict, seed: int, size: int, train: list[dict], what: str) -> list[dict]:
@@ -270,17 +328,20 @@ def _key(question: str) -> str:
     return " ".join(str(question).split())
 
 
-def row(task: str, settings: dict, entry: dict, what: str) -> dict:
-    """One dataset row: question, the gold as text, and what rg.score needs as JSON."""
+def row(task: str, settings: dict, entry: dict, what: str, level: int | None = None) -> dict:
+    """One dataset row: question, the gold as text, what rg.score needs as JSON (and the
+    row's curriculum level, where one was asked for)."""
     try:
         carried = json.dumps({"task": task, "config": settings, "entry": entry}, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise DatasetError(f"{what}: reasoning-gym's item cannot be kept as JSON for rg.score ({exc}); "
                            f"this task cannot be scored by grpo.") from None
     answer = entry.get("answer")
-    return {"question": str(entry["question"]), "answer": None if answer is None else str(answer),
-            "rg_entry": carried}
+    out = {"question": str(entry["question"]), "answer": None if answer is None else str(answer), "rg_entry": carried}
+    return out if level is None else {**out, LEVEL: level}
 
 
-__all__ = ["load_task", "load_any", "task_loader", "knobs", "check_knobs", "task_classes",
+load_any.difficulty = DIFFICULTY  # type: ignore[attr-defined]
+
+__all__ = ["load_task", "load_any", "level_settings", "curriculum", "DIFFICULTY", "task_loader", "knobs", "check_knobs", "task_classes",
            "registry", "REFUSED", "EVALUATING", "TEST_SEED_OFFSET", "DEFAULT_SIZE", "OverlapWarning"]
