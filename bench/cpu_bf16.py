@@ -31,7 +31,7 @@ def autocast(on: bool):
 def sample(model, merges, enc, tokens: int, bf16: bool, *, greedy: bool = False):
     import torch
 
-    from grpo_core.trainer.generation import head_in
+    from grpo_core.trainer.decoding import head_in
 
     kw = dict(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=not greedy, pad_token_id=enc["input_ids"][0, 0])
     head = head_in(model, "bfloat16") if bf16 else contextlib.nullcontext()  # as the trainer's sampler

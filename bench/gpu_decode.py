@@ -74,7 +74,7 @@ def sampler(arm: str, tokens: int, model, backend: str | None):
     """grpo's FastSampling for ``arm`` (None for bare) and the GenerationConfig it samples with."""
     from transformers import GenerationConfig
 
-    from grpo_core.trainer.generation import FastSampling, Sampling, enable_fast_generation
+    from grpo_core.trainer.decoding import FastSampling, Sampling, enable_fast_generation
 
     gc = GenerationConfig(max_new_tokens=tokens, min_new_tokens=tokens, do_sample=True, temperature=1.0, top_k=0,
                           top_p=1.0, pad_token_id=0, eos_token_id=1, disable_compile=True)  # as TRL builds it

@@ -34,7 +34,7 @@ from merged_sampling import build, prompts
 def sampler(model, precision: str | None, tokens: int):
     from transformers import GenerationConfig
 
-    from grpo_core.trainer.generation import FastSampling, Sampling
+    from grpo_core.trainer.decoding import FastSampling, Sampling
 
     config = GenerationConfig(do_sample=True, max_new_tokens=tokens, min_new_tokens=tokens, temperature=1.0,
                               top_k=0, top_p=1.0)

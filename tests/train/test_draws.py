@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from grpo_core.trainer.draws import cumulative_draws, draw
-from grpo_core.trainer.generation import FastSampling, Sampling
+from grpo_core.trainer.decoding import FastSampling, Sampling
 
 
 def _counts(probs, rows: int) -> list[int]:

@@ -33,7 +33,7 @@ def _sampler(model, autocast: str | None = None):
     """The trainer's sampler over ``model``, merging, under ``autocast`` (precision.sampling_autocast's)."""
     from transformers import GenerationConfig
 
-    from grpo_core.trainer.generation import FastSampling, Sampling
+    from grpo_core.trainer.decoding import FastSampling, Sampling
 
     return FastSampling(Sampling(merged=True, autocast=autocast), GenerationConfig(), 8, model=model)
 

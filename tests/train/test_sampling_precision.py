@@ -13,7 +13,8 @@ import torch
 from grpo_core.base.errors import ConfigError
 from grpo_core.config.precision import sampling_precision
 from grpo_core.run.prepare import cpu_bf16
-from grpo_core.trainer.generation import FastSampling, Sampling, enable_fast_generation, load_policy
+from grpo_core.trainer.decoding import FastSampling, Sampling, enable_fast_generation
+from grpo_core.trainer.generation import load_policy
 from grpo_core.trainer.sampling_copy import per_row, sampled_logprobs
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grpo_core.trainer.generation import FastSampling, Sampling
+from grpo_core.trainer.decoding import FastSampling, Sampling
 from grpo_core.trainer.threads import CoreMeter, _cpu_ticks, auto_threads, threads_for
 
 

@@ -77,9 +77,9 @@ def test_when_compiling_fails_sampling_goes_on_eagerly_with_one_warning(toy_plug
                                                                       monkeypatch):
     """Forced: the compiled decoder gets a backend torch does not have."""
     from grpo_core.run import train
-    from grpo_core.trainer import generation
-    real = generation.enable_fast_generation
-    monkeypatch.setattr(generation, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
+    from grpo_core.trainer import decoding
+    real = decoding.enable_fast_generation
+    monkeypatch.setattr(decoding, "enable_fast_generation", lambda config, backend=None: real(config, backend="nope"))
     made, logged = [], []
     real_make = train._make_trainer
     monkeypatch.setattr(train, "_make_trainer", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
