@@ -14,7 +14,8 @@ import torch
 import grpo_core
 from grpo_core.runfiles.metrics import run_tokens, summary
 from grpo_core.trainer import rollout_log
-from grpo_core.trainer.batch import EXTRA, Chain, LearningSettings, Tokens
+from grpo_core.trainer.batch import Batch, Round
+from grpo_core.trainer.chain import EXTRA, Chain, LearningSettings, Tokens
 from grpo_core.trainer.methods.base import Scored
 
 from .conftest import TINY
@@ -114,44 +115,34 @@ def test_a_bad_parameter_is_refused_with_its_value():
 
 
 class _Accelerator:
-    num_processes, process_index = 1, 0
+    num_processes, process_index, is_main_process = 1, 0, True
 
     @staticmethod
     def gather(t):
         return t
 
 
-class _Trainer:
-    """What the chain asks of a trainer, for one process."""
+class _Trl:
+    """What the chain asks of TRL, for one process: one round scored, its rewards given."""
 
-    def __init__(self, rewards, advantages):
-        self.accelerator = _Accelerator()
-        self.reward_func_names = ["c"]
-        self.reward_weights = torch.tensor([1.0])
-        self.num_generations = 2
-        self.rewards = {"c": rewards}
-        self.logged: dict[str, list] = {}
-        self.rollout_log = self.dynamic = None
-        self.out = {"advantages": torch.tensor(advantages)}
+    def __init__(self, rewards, tensors):
+        self.rewards, self.tensors = rewards, tensors
 
-    def batch_rewards(self):
-        return self.rewards
-
-    def record_metric(self, name, value):
-        self.logged.setdefault(name, []).append(value)
+    def score(self, inputs, index, reference):
+        return Round(index, inputs, self.tensors, {"rewards": {"c": self.rewards}})
 
 
 def chain_on(method_name: str, rewards, advantages, lengths):
     """The chain's advantages and token figures for a batch whose completions have ``lengths`` tokens."""
-    t = _Trainer(rewards, advantages)
     width = max(lengths)
     out = {"advantages": torch.tensor(advantages),
            "completion_mask": torch.tensor([[1] * n + [0] * (width - n) for n in lengths])}
-    chain = Chain(t, LearningSettings(method_name, {}, "c", 1.0, 0.0))
-    chain.count(out)  # the round scored
-    result = chain.advantages(out)
-    chain.log(out, result)
-    return t.logged, out
+    trl = _Trl(rewards, out)
+    chain = Chain(LearningSettings(method_name, {}, "c", 1.0, 0.0), score=trl.score, reference=lambda t: None,
+                  processes=_Accelerator())
+    logged: dict[str, list] = {}
+    batch = chain.batch(Batch(0, [{}] * len(rewards), ["c"], [1.0], 2), logged)  # one round scored, advantages, log
+    return logged, batch.tensors
 
 
 # three groups of 2: all wrong (3 + 2 tokens), a spread (4 + 1), all right (2 + 2); 14 tokens generated
@@ -192,10 +183,12 @@ class _SecondOfTwo:
 def test_each_process_keeps_its_own_slice_of_every_processs_advantages(name, everyone, mine, extra):
     # the method sees every process's rows; process 1 trains on rows 4-7 (on process 0's, with slice 0,
     # it would push its wrong answers up by +0.1): the two-process run cannot tell, its processes agree
-    t = _Trainer([1, 1, 1, 1, 0, 0, 1, 0], [0.0, 0.0, 0.7, -0.7])
-    t.accelerator = _SecondOfTwo(torch.zeros(4))
     out = {"advantages": torch.tensor([0.0, 0.0, 0.7, -0.7])}
-    result = Chain(t, LearningSettings(name, {}, "c", 1.0, 0.0)).advantages(out)
+    batch = Batch(0, [{}] * 4, ["c"], [1.0], 2, tensors=out)
+    batch.rounds.append(Round(0, batch.inputs, out, {"rewards": {"c": [1, 1, 1, 1, 0, 0, 1, 0]}}))
+    chain = Chain(LearningSettings(name, {}, "c", 1.0, 0.0), score=None, reference=None,
+                  processes=_SecondOfTwo(torch.zeros(4)))
+    result = chain.advantages(batch).advantages
     assert result.rows.tolist() == pytest.approx(everyone)
     assert out["advantages"].tolist() == pytest.approx(mine)
     assert out[EXTRA + "teaching"].tolist() == [True, True, True, True]  # (process 0's: all four too)

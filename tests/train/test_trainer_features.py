@@ -16,6 +16,8 @@ import torch
 from grpo_core.base.errors import ConfigError
 from grpo_core.rewards.policy import GuardedReward, PolicySettings, Stalls
 from grpo_core.trainer import rollout_log
+from grpo_core.trainer.batch import Batch, Round
+from grpo_core.trainer.chain import Chain, LearningSettings
 from grpo_core.trainer.dynamic import (
     DynamicSampling,
     DynamicSettings,
@@ -83,52 +85,44 @@ def test_fresh_prompts_come_from_the_seeded_stream_each_process_its_share():
         DynamicSampling(DynamicSettings(), data, group_size=4, local_batch=6, seed=7)
 
 
-class _FakeTrainer:
-    """What DynamicSampling.generate asks of a trainer, one process; round r scores
-    ``scores[r]`` (reward "a", weight 1) and its completion ids are 10 r + row."""
+class _FakeTrl:
+    """What the chain asks of TRL, one process; round r scores ``scores[r]`` (reward "a",
+    weight 1) and its completion ids are 10 r + row; ``logged``: TRL's metrics until its next log."""
 
     def __init__(self, scores: list[list[float]], widths: list[int]):
         self.scores, self.widths = scores, widths
-        self.accelerator = types.SimpleNamespace(num_processes=1, process_index=0, gather=lambda t: t)
-        self.rollout_log = None
-        self.reward_func_names = ["a"]
-        self.reward_weights = torch.tensor([1.0])
-        self.text_tokenizer = types.SimpleNamespace(pad_token_id=-1)
-        self.recorded: dict[str, float] = {}
         self.batches: list[list[dict]] = []
-        self._logs: dict = {}
-        self.logged = defaultdict(list)  # TRL's metrics until its next log
-        self.trained_rewards = None
+        self.logged = defaultdict(list)
         self.references: list[bool] = []  # each round's reference=
         self.referenced: list[list] = []  # the completion ids of each batch given reference log-probs
 
     def score_round(self, batch, round_, reference=True):
         self.batches.append(batch)
         self.references.append(reference)
-        self._logs = {"rewards": {"a": self.scores[round_]}}
         flat = [len(set(self.scores[round_][i:i + 2])) == 1 for i in range(0, len(batch), 2)]
         self.logged["frac_reward_zero_std"].append(sum(flat) / len(flat))  # as TRL logs each round
         n, w = len(batch), self.widths[round_]
         ids = torch.tensor([[10 * round_ + i] * w for i in range(n)])
-        return {"prompt_ids": torch.zeros(n, 1, dtype=torch.long), "prompt_mask": torch.ones(n, 1, dtype=torch.long),
-                "completion_ids": ids, "completion_mask": torch.ones(n, w, dtype=torch.long),
-                "advantages": torch.arange(n, dtype=torch.float) + round_ * 100}
-
-    def last_batch_logs(self):
-        return self._logs
-
-    def record_metric(self, name, value):
-        self.recorded[name] = value
-
-    def metrics(self):
-        return self.logged
-
-    def set_batch_rewards(self, rewards):
-        self.trained_rewards = rewards
+        return Round(round_, batch, {
+            "prompt_ids": torch.zeros(n, 1, dtype=torch.long), "prompt_mask": torch.ones(n, 1, dtype=torch.long),
+            "completion_ids": ids, "completion_mask": torch.ones(n, w, dtype=torch.long),
+            "advantages": torch.arange(n, dtype=torch.float) + round_ * 100}, {"rewards": {"a": self.scores[round_]}})
 
     def reference_logps(self, batch):
         self.referenced.append(batch["completion_ids"].tolist())
         return -batch["completion_ids"].float()  # a stand-in: minus each token id
+
+    def run(self, dyn: DynamicSampling, inputs: list[dict]) -> Batch:
+        """One batch down the chain (the method: TRL's own advantages), dynamic sampling on."""
+        chain = Chain(LearningSettings(), score=self.score_round, reference=self.reference_logps, processes=ONE,
+                      dynamic=dyn)
+        return chain.batch(Batch(0, inputs, ["a"], [1.0], 2), self.logged)
+
+    def recorded(self) -> dict[str, list[float]]:
+        return {k: v for k, v in self.logged.items() if k.startswith("sampling/") and "all_rounds" not in k}
+
+
+ONE = types.SimpleNamespace(num_processes=1, process_index=0, is_main_process=True, gather=lambda t: t)
 
 
 def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
@@ -136,20 +130,21 @@ def test_generate_makes_rounds_until_enough_and_merges_the_picked_groups():
     (fresh prompts): group 0 flat, group 1 spread: the batch is round 0's group 1 (rows 2,
     3) and round 1's group 1, completions padded to round 0's width 3 with the pad id."""
     data = [{"prompt": f"q{i}"} for i in range(6)]
-    trainer = _FakeTrainer([[1.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]], widths=[3, 2])
-    dyn = DynamicSampling(DynamicSettings(max_rounds=5), data, group_size=2, local_batch=4, seed=0)
+    trainer = _FakeTrl([[1.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]], widths=[3, 2])
+    dyn = DynamicSampling(DynamicSettings(max_rounds=5), data, group_size=2, local_batch=4, seed=0, pad_id=-1)
     inputs = [data[0], data[0], data[1], data[1]]
-    out = dyn.generate(trainer, inputs)
+    batch = trainer.run(dyn, inputs)
+    out = batch.tensors
     assert len(trainer.batches) == 2 and trainer.batches[0] is inputs
     assert out["completion_ids"].tolist() == [[2, 2, 2], [3, 3, 3], [12, 12, -1], [13, 13, -1]]
     assert out["advantages"].tolist() == [2.0, 3.0, 102.0, 103.0]
     assert int(out["num_items_in_batch"]) == 3 + 3 + 2 + 2  # padding is not counted
-    assert trainer.recorded == {"sampling/rounds": 2.0, "sampling/groups_generated": 4.0,
-                                "sampling/groups_dropped": 2.0, "sampling/flat_share_trained": 0.0}
+    assert trainer.recorded() == {"sampling/rounds": [2.0], "sampling/groups_generated": [4.0],
+                                  "sampling/groups_dropped": [2.0], "sampling/flat_share_trained": [0.0]}
     # each round had one flat group of two (0.5, 0.5 logged); the batch trained has none
     assert trainer.logged["frac_reward_zero_std"] == [0.0]
     assert trainer.logged["sampling/all_rounds/frac_reward_zero_std"] == [0.5]
-    assert trainer.trained_rewards == {"a": [0.0, 1.0, 1.0, 0.0]}  # what adaptive weights read
+    assert batch.scores() == {"a": [0.0, 1.0, 1.0, 0.0]}  # what adaptive weights read
     # the reference model runs once, on the 4 rows trained, not on each round's 4 (2 of them dropped)
     assert trainer.references == [False, False]
     assert trainer.referenced == [out["completion_ids"].tolist()]
@@ -163,20 +158,21 @@ def test_oversample_generates_the_places_times_k_groups_in_one_call_and_trains_t
     second round is made."""
     data = [{"prompt": f"q{i}"} for i in range(8)]
     scores = [1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0]
-    trainer = _FakeTrainer([scores], widths=[2])
+    trainer = _FakeTrl([scores], widths=[2])
     dyn = DynamicSampling(DynamicSettings(max_rounds=3, oversample=3), data, group_size=2, local_batch=4, seed=0)
     inputs = [data[0], data[0], data[1], data[1]]
-    out = dyn.generate(trainer, inputs)
+    batch = trainer.run(dyn, inputs)
+    out = batch.tensors
     drawn = PromptStream(8, seed=0).take(4)
     assert trainer.batches == [inputs + [data[i] for i in drawn for _ in range(2)]]
     assert dyn.stream.position == 4
     assert out["completion_ids"].tolist() == [[2, 2], [3, 3], [6, 6], [7, 7]]  # groups 1 and 3, rows 2-3 and 6-7
     assert out["advantages"].tolist() == [2.0, 3.0, 6.0, 7.0]
     assert int(out["num_items_in_batch"]) == 8
-    assert dyn.picks == [(0, 1), (0, 3)]
-    assert trainer.recorded == {"sampling/rounds": 1.0, "sampling/groups_generated": 6.0,
-                                "sampling/groups_dropped": 4.0, "sampling/flat_share_trained": 0.0}
-    assert trainer.trained_rewards == {"a": [0.0, 1.0, 1.0, 0.0]}
+    assert batch.picks == [(0, 1), (0, 3)]
+    assert trainer.recorded() == {"sampling/rounds": [1.0], "sampling/groups_generated": [6.0],
+                                  "sampling/groups_dropped": [4.0], "sampling/flat_share_trained": [0.0]}
+    assert batch.scores() == {"a": [0.0, 1.0, 1.0, 0.0]}
     assert trainer.logged["frac_reward_zero_std"] == [0.0]  # the round's 3 flat groups of 6 kept apart
     assert trainer.logged["sampling/all_rounds/frac_reward_zero_std"] == [0.5]
     assert trainer.referenced == [out["completion_ids"].tolist()]
@@ -193,13 +189,13 @@ def test_oversampled_rounds_give_each_process_its_own_share():
 
 
 def test_one_round_with_enough_returns_trls_batch_as_it_was():
-    trainer = _FakeTrainer([[0.0, 1.0, 1.0, 0.0]], widths=[2])
+    trainer = _FakeTrl([[0.0, 1.0, 1.0, 0.0]], widths=[2])
     dyn = DynamicSampling(DynamicSettings(max_rounds=3), [{"prompt": "q"}] * 2, group_size=2, local_batch=4, seed=0)
-    out = dyn.generate(trainer, [{"prompt": "q"}] * 4)
+    out = trainer.run(dyn, [{"prompt": "q"}] * 4).tensors
     assert "num_items_in_batch" not in out and out["completion_ids"].shape == (4, 2)
     assert trainer.references == [False] and trainer.referenced == [[[0, 0], [1, 1], [2, 2], [3, 3]]]
     assert out["ref_per_token_logps"].tolist() == [[0.0] * 2, [-1.0] * 2, [-2.0] * 2, [-3.0] * 2]
-    assert trainer.recorded["sampling/rounds"] == 1.0 and dyn.stream.position == 0
+    assert trainer.logged["sampling/rounds"] == [1.0] and dyn.stream.position == 0
 
 
 # ------------------------------------------------------------------ the rollout log
@@ -213,23 +209,20 @@ def test_rollout_log_settings_say_which_steps_are_kept(tmp_path):
     assert all(RolloutLogSettings(tmp_path).logged(step) for step in range(1, 11))  # every: 1, all
 
 
-def test_held_records_are_written_when_released_each_group_marked(tmp_path):
-    """Dynamic sampling holds a step's rounds; released, every record says whether its
-    (round, group) was trained."""
+def test_each_rounds_records_are_written_at_the_log_step_each_group_marked(tmp_path):
+    """Under dynamic sampling the log step writes a step's rounds once the groups trained are
+    known: every record says whether its (round, group) was trained."""
     log = RolloutLog(RolloutLogSettings(tmp_path / "rollouts", stage="main"))
     made = {0: [{"step": 6, "round": 0, "group": 0}, {"step": 6, "round": 0, "group": 1}],
             1: [{"step": 6, "round": 1, "group": 0}]}
-    log.records = lambda trainer, inputs, out, round_: [dict(r) for r in made[round_]]  # (gathers need a trainer)
-    log.hold()
-    log.collect(None, [], {}, 0)
-    log.collect(None, [], {}, 1)
-    assert rollout_log.files(tmp_path / "rollouts") == []  # nothing written while held
-    log.release({(0, 1), (1, 0)})
+    log.records = lambda batch, round_, processes: [dict(r) for r in made[round_.index]]  # (gathers need processes)
+    rounds = [Round(0, [], {}, {}), Round(1, [], {}, {})]
+    log.log(Batch(5, [], ["a"], [1.0], 1, rounds=rounds, picks=[(0, 1), (1, 0)]), ONE)
     rows = rollout_log.read(tmp_path).to_pylist()
     assert [(r["round"], r["group"], r["trained"]) for r in rows] == [(0, 0, False), (0, 1, True), (1, 0, True)]
     assert [p.name for _, p in rollout_log.files(tmp_path / "rollouts")] == ["step-000006.parquet",
                                                                             "step-000006-1.parquet"]
-    log.collect(None, [], {}, 0)  # not held: written at once, unmarked
+    log.log(Batch(5, [], ["a"], [1.0], 1, rounds=rounds[:1]), ONE)  # no dynamic sampling: unmarked
     assert "trained" not in rollout_log.read(tmp_path / "rollouts" / "step-000006.parquet").to_pylist()[0]
 
 

@@ -28,7 +28,7 @@ from grpo_core.run.prepare import (
     sampling_precision_of,
 )
 from grpo_core.run.resume import settings_of
-from grpo_core.trainer.batch import LearningSettings
+from grpo_core.trainer.chain import LearningSettings
 from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.features import Features

@@ -46,11 +46,13 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grpo_core.base.errors import ConfigError
+from grpo_core.trainer.batch import Batch, Processes, Round, Score, completion_tokens
 
 STATE = "grpo_dynamic.json"
 # batch entries laid out per prompt (left-padded) and per completion (right-padded)
@@ -116,7 +118,7 @@ def merge(outputs: list[dict], picks: list[tuple[int, int]], group_size: int, pa
     """One batch of the picked groups' rows, padded to common widths."""
     import torch
 
-    rows = {r: [] for r in range(len(outputs))}
+    rows: dict[int, list[int]] = {r: [] for r in range(len(outputs))}
     order = []
     for r, g in picks:
         order.append((r, len(rows[r])))
@@ -165,7 +167,7 @@ class PromptStream:
         self.size, self.seed, self.position = size, seed, position
 
     def take(self, n: int) -> list[int]:
-        out = []
+        out: list[int] = []
         while len(out) < n:
             epoch, offset = divmod(self.position, self.size)
             order = list(range(self.size))
@@ -188,12 +190,11 @@ class PromptStream:
 
 
 class DynamicSampling:
-    """The rounds of one step, for a trainer (see the module docstring): its prompt
-    stream, and what it asks of the trainer, all public (``score_round``,
-    ``last_batch_logs``, ``record_metric``, ``rollout_log``, ``text_tokenizer``,
-    ``accelerator``, ``reward_func_names``, ``reward_weights``)."""
+    """The rounds of one step (see the module docstring) and its prompt stream. It sees the
+    batch, the chain's score step and the processes, never the trainer."""
 
-    def __init__(self, settings: DynamicSettings, dataset, *, group_size: int, local_batch: int, seed: int):
+    def __init__(self, settings: DynamicSettings, dataset, *, group_size: int, local_batch: int, seed: int,
+                 pad_id: int = 0):
         if local_batch % group_size:
             raise ConfigError(
                 f"sampling.dynamic needs each process's generation batch (per_device_train_batch_size x "
@@ -202,50 +203,42 @@ class DynamicSampling:
         self.settings = settings
         self.dataset = dataset
         self.group_size = group_size
+        self.pad_id = pad_id  # the tokenizer's, for completions merged from rounds of other widths
         self.stream = PromptStream(len(dataset), seed=seed)
-        self.picks: list[tuple[int, int]] = []  # the last batch's trained (round, group over every process)
-        self.choose = None  # a prompt sampler's choice of the fresh rows (sampling.prompts), given the stream's
+        # a prompt sampler's choice of the fresh rows (sampling.prompts), given the stream's
+        self.choose: Callable[[list[int]], list[int]] | None = None
 
-    def generate(self, trainer, inputs: list[dict]) -> dict:
-        """Rounds of generation until each process has its groups with a spread (or the
-        rounds run out), merged into one batch of TRL's shape; :attr:`picks` says which
-        (round, group) it holds."""
-        g, procs, me = self.group_size, trainer.accelerator.num_processes, trainer.accelerator.process_index
-        local = len(inputs) // g
-        outputs, flags, scores = [], [], []
-        logged = {k: len(v) for k, v in trainer.metrics().items()}
-        names, weights = list(trainer.reward_func_names), trainer.reward_weights.tolist()
-        for round_ in range(self.settings.max_rounds):
-            outputs.append(trainer.score_round(self.round_prompts(inputs, round_, local, procs, me), round_,
-                                               reference=False))
-            logs = trainer.last_batch_logs()
-            scores.append({n: list(logs["rewards"][n]) for n in names})
-            flags.append(self.flat(logs, names, weights))
+    def generate(self, batch: Batch, score: Score, processes: Processes) -> Batch:
+        """Rounds of generation (``score``: the chain's score step) until each process has its
+        groups with a spread (or the rounds run out), merged into the rows trained
+        (``batch.tensors``, TRL's shape); ``batch.picks`` says which (round, group) they are."""
+        g, procs, me = self.group_size, processes.num_processes, processes.process_index
+        local = len(batch.inputs) // g
+        rounds: list[Round] = []
+        flags: list[list[bool]] = []
+        for index in range(self.settings.max_rounds):
+            rounds.append(score(self.round_prompts(batch.inputs, index, local, procs, me), index))
+            flags.append(self.flat(rounds[-1].logs, batch.names, batch.weights))
             if enough(flags, local, procs):
                 break
-        chosen = [choose([own(fl, p, procs) for fl in flags], local) for p in range(procs)]
+        chosen = [choose([list(own(fl, p, procs)) for fl in flags], local) for p in range(procs)]
         # (round, group over every process) of each group trained
         picks = [(r, p * (len(flags[r]) // procs) + group) for p, (picked, _) in enumerate(chosen)
                  for r, group in picked]
-        whole = len(outputs) == 1 and self.settings.oversample == 1  # TRL's batch as it came
-        if not whole:
-            trained = trained_scores(scores, names, picks, g)
-            relog(trainer.metrics(), logged, trained_figures(trained, weights, g))
-            trainer.set_batch_rewards(trained)  # what adaptive weights read
+        whole = len(rounds) == 1 and self.settings.oversample == 1  # TRL's batch as it came
         # in the batch's row order (TRL's own order when whole); the rollout log marks them trained
-        self.picks = sorted(picks) if whole else picks
+        batch.picks = sorted(picks) if whole else picks
         for name, value in metrics(flags, chosen, local, procs).items():
-            trainer.record_metric(f"sampling/{name}", value)
+            batch.record(f"sampling/{name}", value)
         if whole:
-            out = outputs[0]
-        else:
-            out = merge(outputs, chosen[me][0], g, trainer.text_tokenizer.pad_token_id)
-            mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
-            out["num_items_in_batch"] = trainer.accelerator.gather(mask.sum()).sum()
-        reference = trainer.reference_logps(out)  # once, for the rows trained (beta > 0)
-        if reference is not None:
-            out["ref_per_token_logps"] = reference
-        return out
+            batch.tensors = rounds[0].tensors
+            return batch
+        scores = [{n: list(r.logs["rewards"][n]) for n in batch.names} for r in rounds]
+        batch.rewards = trained_scores(scores, batch.names, picks, g)  # what adaptive weights read
+        batch.figures = trained_figures(batch.rewards, batch.weights, g)  # the log step puts them in TRL's place
+        out = batch.tensors = merge([r.tensors for r in rounds], chosen[me][0], g, self.pad_id)
+        out["num_items_in_batch"] = processes.gather(completion_tokens(out).sum()).sum()
+        return batch
 
     def round_prompts(self, inputs: list[dict], round_: int, local: int, procs: int, me: int) -> list[dict]:
         """A round's prompts, each repeated for its group: ``oversample`` times ``local``
@@ -255,7 +248,7 @@ class DynamicSampling:
             return (inputs + self.fresh(local * (k - 1), procs, me)) if k > 1 else inputs
         return self.fresh(local * k, procs, me)
 
-    def flat(self, logs: dict, names: Sequence[str], weights: Sequence[float]) -> list[bool]:
+    def flat(self, logs: Mapping[str, Any], names: Sequence[str], weights: Sequence[float]) -> list[bool]:
         """Per group of the batch just scored (TRL's gathered logs: the same on every
         process, and so is the decision): flat on the total, or on the reward ``metric``."""
         rewards = logs["rewards"]
@@ -320,7 +313,7 @@ def trained_figures(per: dict[str, list[float]], weights: Sequence[float], group
     return out
 
 
-def relog(logged: dict, before: dict[str, int], figures: dict[str, float]) -> None:
+def relog(logged: MutableMapping[str, list[float]], before: Mapping[str, int], figures: Mapping[str, float]) -> None:
     """Each figure's entries made during the rounds become one, the trained batch's; their
     mean over the rounds is kept as ``sampling/all_rounds/<figure>``."""
     for key, value in figures.items():
@@ -331,7 +324,7 @@ def relog(logged: dict, before: dict[str, int], figures: dict[str, float]) -> No
         del values[before.get(key, 0):]
         values.append(value)
         if rounds:
-            logged[f"sampling/all_rounds/{key}"].append(_nanmean(rounds))
+            logged.setdefault(f"sampling/all_rounds/{key}", []).append(_nanmean(rounds))
 
 
 def metrics(flat_by_round: list[list[bool]], chosen: list[tuple[list, int]], local: int, processes: int) -> dict:

@@ -16,7 +16,7 @@ module of its own, testable without a trainer:
 ``trainable``                 the dtype trainable weights are cast to (pure low
                               precision: the adapters too); None: as loaded
 ``learning``                  the learning method and what it judges groups on
-                              (:mod:`grpo_core.trainer.batch`, :mod:`grpo_core.trainer.methods`)
+                              (:mod:`grpo_core.trainer.chain`, :mod:`grpo_core.trainer.methods`)
 ``shared_prompt``             each group's prompt computed once in the training pass
                               (:mod:`grpo_core.trainer.shared_prompt`): false, true or auto
 ``prompts``                   the prompt sampler (:mod:`grpo_core.trainer.prompts`,
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grpo_core.rewards.policy import PolicySettings
-from grpo_core.trainer.batch import LearningSettings
+from grpo_core.trainer.chain import LearningSettings
 from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.generation import Sampling

@@ -4,12 +4,13 @@ generation batch draws, chosen before anything is generated.
 The default, ``trl``, is TRL's own sampler and this module then does nothing (the trainer
 has no :class:`Prompts`). Another sampler (:mod:`grpo_core.trainer.samplers`):
 
-- :meth:`Prompts.choose` swaps TRL's drawn prompts for the sampler's, in TRL's layout (each
-  prompt repeated for its group, every process taking its slice of the same global list),
-  and dynamic sampling's fresh prompts for its refill rounds (:meth:`Prompts.draw`);
-- :meth:`Prompts.observe`, after each batch is scored in training, hands the sampler each
-  group's prompt and its completions' pass scores on the correctness reward, and logs the
-  sampler's figures as ``prompts/<key>``;
+- :meth:`Prompts.choose` (the chain's sample step) swaps TRL's drawn prompts for the
+  sampler's, in TRL's layout (each prompt repeated for its group, every process taking its
+  slice of the same global list), and dynamic sampling's fresh prompts for its refill
+  rounds (:meth:`Prompts.draw`);
+- :meth:`Prompts.observe`, after each round of a batch is scored in training, hands the
+  sampler each group's prompt and its completions' pass scores on the correctness reward,
+  and logs the sampler's figures as ``prompts/<key>``;
 - its state is saved with every checkpoint (``grpo_prompts.json``) and loaded on ``--resume``.
 
 A prompt is known by the first training row with the same prompt (the rollout log's
@@ -26,6 +27,7 @@ from pathlib import Path
 from grpo_core.base.errors import ConfigError
 from grpo_core.data.difficulty import Difficulty
 from grpo_core.plugin import registry
+from grpo_core.trainer.batch import Batch, Processes, Round
 from grpo_core.trainer.rollout_log import prompt_index, prompt_text
 from grpo_core.trainer.samplers.base import Pool, pass_scores
 
@@ -87,8 +89,8 @@ def start(settings: PromptSettings, pool: Pool):
 
 
 class Prompts:
-    """A trainer's prompt sampler (see the module docstring); it calls only the trainer's
-    public names (``accelerator``, ``num_generations``, ``last_batch_logs``, ``record_metric``)."""
+    """The chain's prompt sampler (see the module docstring): it sees the batch and its
+    rounds, never the trainer."""
 
     def __init__(self, settings: PromptSettings, dataset, *, group_size: int, seed: int,
                  log: Callable[[str], None] = print):
@@ -99,16 +101,16 @@ class Prompts:
         self.index = prompt_index(dataset)
         self.sampler = start(settings, self.pool)
 
-    def choose(self, trainer, inputs: list[dict]) -> list[dict]:
-        """This process's rows for the next generation batch: the sampler's prompts in place
-        of TRL's ``inputs`` (the same number, each prompt repeated for its group)."""
-        acc, g = trainer.accelerator, self.group_size
-        local = len(inputs)
-        everyone = _gathered(acc, inputs)
+    def choose(self, batch: Batch, processes: Processes) -> Batch:
+        """The sample step: this process's rows for the batch, the sampler's prompts in place
+        of TRL's ``batch.inputs`` (the same number, each prompt repeated for its group)."""
+        g, local = self.group_size, len(batch.inputs)
+        everyone = _gathered(processes, batch.inputs)
         proposed = [self.index.get(prompt_text(everyone[k].get("prompt")), -1) for k in range(0, len(everyone), g)]
         rows = self._pick(len(proposed), proposed)
         laid = [self.dataset[r] for r in rows for _ in range(g)]
-        return laid[acc.process_index * local:(acc.process_index + 1) * local]
+        batch.inputs = laid[processes.process_index * local:(processes.process_index + 1) * local]
+        return batch
 
     def draw(self, proposed: list[int]) -> list[int]:
         """Dynamic sampling's fresh rows for a refill round (``proposed``: its own draw)."""
@@ -123,22 +125,22 @@ class Prompts:
                                f"it must return {n} row indices of the training set (0 to {len(self.pool) - 1}).")
         return rows
 
-    def observe(self, trainer, inputs: list[dict]) -> None:
-        """A training batch was just scored (TRL's gathered logs hold it alone): each group's
-        prompt and pass scores to the sampler, its figures to the metrics."""
+    def observe(self, batch: Batch, round_: Round, processes: Processes) -> None:
+        """A round of the batch was just scored (TRL's gathered logs of it): each group's
+        prompt and pass scores to the sampler, its figures to the batch's metrics."""
         observe = getattr(self.sampler, "observe", None)
         if observe is None or self.settings.metric is None:  # (no correctness reward: no pass rates)
             return
         s, g = self.settings, self.group_size
-        everyone = _gathered(trainer.accelerator, inputs)
-        scores = pass_scores(list(trainer.last_batch_logs()["rewards"][s.metric]), s.right, s.wrong)
+        everyone = _gathered(processes, round_.inputs)
+        scores = pass_scores(list(round_.logs["rewards"][s.metric]), s.right, s.wrong)
         rows = [self.index.get(prompt_text(everyone[k].get("prompt")), -1) for k in range(0, len(everyone), g)]
         groups = [scores[k * g:(k + 1) * g] for k in range(len(rows))]
         known = [(r, p) for r, p in zip(rows, groups) if r >= 0]  # (a prompt not of the training set: none)
         observe([r for r, _ in known], [p for _, p in known])
         metrics = getattr(self.sampler, "metrics", None)
         for key, value in (metrics() if metrics is not None else {}).items():
-            trainer.record_metric(PREFIX + key, float(value))
+            batch.record(PREFIX + key, float(value))
 
     def save(self, folder: Path) -> None:
         state = getattr(self.sampler, "state", None)
@@ -153,9 +155,9 @@ class Prompts:
         return True
 
 
-def _gathered(acc, inputs: list[dict]) -> list[dict]:
+def _gathered(processes: Processes, inputs: list[dict]) -> list[dict]:
     """Every process's rows, in process order (this process's own on one)."""
-    if acc.num_processes == 1:
+    if processes.num_processes == 1:
         return inputs
     from accelerate.utils import gather_object
 

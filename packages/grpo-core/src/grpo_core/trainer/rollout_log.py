@@ -1,12 +1,12 @@
-"""The trainer's rollout log: each scored batch's completions gathered to the main process and
-written there (``log.rollouts``), held under dynamic sampling until each group is marked
-trained or dropped. What a file holds, and how it is read and written, is the run folder's
-format: :mod:`grpo_core.runfiles.rollouts`.
+"""The trainer's rollout log (``log.rollouts``), the chain's last step: each scored round's
+completions gathered to the main process and written there, each group marked trained or
+dropped under dynamic sampling, with the advantages the loss uses. What a file holds, and
+how it is read and written, is the run folder's format: :mod:`grpo_core.runfiles.rollouts`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from grpo_core.runfiles.rollouts import (  # noqa: F401
     truncate,
     write,
 )
+from grpo_core.trainer.batch import Batch, Processes, Round, completion_tokens
 
 
 @dataclass(frozen=True)
@@ -45,26 +46,28 @@ class RolloutLogSettings:
 
 
 class RolloutLog:
-    """The trainer's writer: a scored batch's records gathered to the main process and
-    written there, at once, or held (dynamic sampling) until :meth:`release` marks each
-    group trained or dropped."""
+    """The chain's log step for the rollout log: each round's records gathered to the main
+    process and written there, each group marked trained or dropped under dynamic sampling,
+    with the advantages the loss uses. It sees the batch, never the trainer; ``ends``: the
+    token ids a completion that ended by itself ends with (EOS and pad)."""
 
-    def __init__(self, settings: RolloutLogSettings, group_size: int = 1):
+    def __init__(self, settings: RolloutLogSettings, group_size: int = 1, ends: Collection[int] = ()):
         self.settings = settings
         self.group_size = group_size
-        self._held: list[list[dict]] | None = None
+        self.ends = frozenset(ends)
 
-    def hold(self) -> None:
-        self._held = []
-
-    def release(self, trained: Sequence[tuple[int, int]] | None = None,
-                advantages: Sequence[float] | None = None) -> None:
-        """The held records written. ``trained``: dynamic sampling's (round, group) trained, in
-        the batch's order (each record marked ``trained`` or not); ``advantages``: the learning
-        method's, one per row trained (the batch's order), replacing TRL's in the log."""
-        held, self._held = self._held or [], None
-        order = {key: k for k, key in enumerate(trained)} if trained is not None else None
-        for records in held:
+    def log(self, batch: Batch, processes: Processes) -> None:
+        """The batch's rounds written, in order. Under dynamic sampling (``batch.picks``: the
+        (round, group) trained, in the batch's order) each record says ``trained`` or not;
+        the learning method's advantages (``batch.advantages``, one per row trained, the
+        batch's order) replace TRL's."""
+        picks = batch.picks
+        order = {key: k for k, key in enumerate(picks)} if picks is not None else None
+        advantages = batch.advantages.rows.tolist() if batch.advantages is not None else None
+        for round_ in batch.rounds:
+            records = self.records(batch, round_, processes)
+            if records is None:
+                continue
             for i, rec in enumerate(records):
                 key = (rec["round"], rec["group"])
                 if order is not None:
@@ -75,44 +78,33 @@ class RolloutLog:
                     rec["advantage"] = finite_or_none(advantages[row])
             self.write(records)
 
-    def collect(self, trainer, inputs: list[dict], out: dict, round_: int = 0) -> None:
-        """The batch just scored (``out``, TRL's batch; the trainer's logs hold it alone)."""
-        records = self.records(trainer, inputs, out, round_)
-        if records is None:
-            return
-        if self._held is not None:
-            self._held.append(records)
-        else:
-            self.write(records)
-
     def write(self, records: list[dict]) -> None:
         write(Path(self.settings.folder), records[0]["step"], records, records[0]["round"])
 
-    def records(self, trainer, inputs: list[dict], out: dict, round_: int) -> list[dict] | None:
-        """The batch's records on the main process (None elsewhere, or when the step is not
+    def records(self, batch: Batch, round_: Round, processes: Processes) -> list[dict] | None:
+        """A round's records on the main process (None elsewhere, or when the step is not
         one the log keeps); every process takes part in the gathers."""
         import torch
         from accelerate.utils import gather_object
 
-        cfg, acc = self.settings, trainer.accelerator
-        step = cfg.step(trainer.state.global_step)
+        cfg, out = self.settings, round_.tensors
+        step = cfg.step(batch.step)
         if not cfg.logged(step):
             return None
-        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
-        eos = {*trainer.eos_token_ids, trainer.text_tokenizer.pad_token_id}
+        mask = completion_tokens(out)
         ends = [[t for t, m in zip(ids, kept) if m] for ids, kept in
                 zip(out["completion_ids"].tolist(), out["completion_mask"].tolist())]
-        truncated = torch.tensor([not real or real[-1] not in eos for real in ends], device=mask.device)
-        tokens = acc.gather(mask.sum(dim=1)).tolist()
-        truncated = acc.gather(truncated).tolist()
-        inputs = gather_object(inputs)
-        if not acc.is_main_process or not inputs:
+        truncated = torch.tensor([not real or real[-1] not in self.ends for real in ends], device=mask.device)
+        tokens = processes.gather(mask.sum(dim=1)).tolist()
+        truncated = processes.gather(truncated).tolist()
+        inputs = gather_object(round_.inputs)
+        if not processes.is_main_process or not inputs:
             return None
-        logs = trainer.last_batch_logs()
-        return rows(step, cfg.stage, round_, trainer.num_generations, inputs, list(logs["completion"]),
-                    {name: list(logs["rewards"][name]) for name in trainer.reward_func_names},
-                    trainer.reward_weights.tolist(), list(logs["advantages"]),
-                    {k: list(v) for k, v in logs["extra"].items()}, tokens, truncated, cfg.index)
+        logs = round_.logs
+        return rows(step, cfg.stage, round_.index, self.group_size, inputs, list(logs["completion"]),
+                    {name: list(logs["rewards"][name]) for name in batch.names}, batch.weights,
+                    list(logs["advantages"]), {k: list(v) for k, v in logs["extra"].items()}, tokens, truncated,
+                    cfg.index)
 
 
 def prompt_index(dataset) -> dict[str, int]:

@@ -7,10 +7,11 @@ fast sampling (:mod:`.generation`), dynamic sampling (:mod:`.dynamic`), the roll
 log (:mod:`.rollout_log`), the non-finite guard (:mod:`.nonfinite`), exact resume
 (:mod:`.exact_resume`), environments' reward columns (:mod:`.reward_columns`), each
 group's prompt computed once in the training pass (:mod:`.shared_prompt`).
-Features call the trainer's public methods below (``score_round``,
-``last_batch_logs``, ``record_metric``, ``text_tokenizer``, ...), never TRL's
-private names: every one used is here, in :data:`PRIVATE`, and a test checks each
-against the installed TRL (the versions tested are
+One generation batch goes down :class:`~grpo_core.trainer.chain.Chain` as a typed value
+(:class:`~grpo_core.trainer.batch.Batch`): the features see the batch and their settings,
+never the trainer, which lends the chain TRL's own steps as functions (:meth:`score_round`,
+:meth:`reference_logps`). TRL's private names are used here only: every one is in
+:data:`PRIVATE`, and a test checks each against the installed TRL (the versions tested are
 ``grpo_core.run.prepare.TESTED``, checked at start-up).
 """
 
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import TrainerCallback
@@ -28,7 +30,8 @@ from trl import GRPOTrainer
 from trl.trainer.utils import use_adapter
 
 from grpo_core.trainer import reward_columns
-from grpo_core.trainer.batch import Chain
+from grpo_core.trainer.batch import Batch, Round
+from grpo_core.trainer.chain import Chain
 from grpo_core.trainer.dynamic import DynamicSampling
 from grpo_core.trainer.exact_resume import ExactResume, take_learning_rate
 from grpo_core.trainer.features import Features
@@ -55,6 +58,7 @@ class GrpoTrainer(GRPOTrainer):
     # returned its tokens' log-probabilities (sampling.precision), and while the loss of such a
     # batch is computed, ``use_vllm`` reads true (:attr:`use_vllm`); never while generating.
     _correcting = False
+    beta: float  # TRL's KL coefficient (set in its __init__)
 
     @property
     def use_vllm(self) -> bool:
@@ -69,7 +73,7 @@ class GrpoTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self.features = features
         self.say = log  # (not `log`: that is the Trainer's own method)
-        self._batch_rewards = None  # dynamic sampling's trained batch (batch_rewards)
+        self._batch_rewards: Mapping | None = None  # each reward's scores on the last batch trained
         own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
         reward_columns.set_up(self, features.environment_rewards, features.rewards, own, log)
         for callback in self.callback_handler.callbacks:
@@ -81,23 +85,30 @@ class GrpoTrainer(GRPOTrainer):
             _cast_trainable(self.model, getattr(torch, features.trainable))
         named = list(self.model.named_parameters())
         self.guard = Guard.of(features.guard, [p for _, p in named], names=[n for n, _ in named])
-        self.generations = 0  # generation batches scored in training so far
-        self.rollout_log = None if features.rollout_log is None else RolloutLog(
-            features.rollout_log, group_size=self.num_generations)
-        self.dynamic = None if features.dynamic is None else DynamicSampling(
-            features.dynamic, self.train_dataset, group_size=self.num_generations, seed=self.args.seed + 1,
-            local_batch=self.args.per_device_train_batch_size * self.args.steps_per_generation)
-        self.prompts = None if features.prompts is None else Prompts(  # sampling.prompts (None: TRL's own)
-            features.prompts, self.train_dataset, group_size=self.num_generations, seed=self.args.seed, log=log)
-        if self.dynamic is not None and self.prompts is not None:
-            self.dynamic.choose = self.prompts.draw  # refill rounds' prompts: the sampler's too
-        self.chain = Chain(self, features.learning)
+        self.generations = 0  # generation rounds scored in training so far
+        self.chain = self._chain(features, log)
         self.shares_prompt = usable(self.model, features.shared_prompt, self.accelerator.device.type)
-        self._loss_batch = None  # the micro-batch whose token advantages the method shapes (loss time)
-        states = [self.chain.tokens, *([self.dynamic] if self.dynamic else []), *([self.prompts] if self.prompts else [])]
+        self._loss_batch: dict | None = None  # the micro-batch whose token advantages the method shapes (loss time)
         self.resume = ExactResume(features.resume, every=self.args.steps_per_generation * self.num_iterations,
-                                  rank=self.accelerator.process_index, states=states)
+                                  rank=self.accelerator.process_index, states=self.chain.states())
         self.add_callback(_Hooks(self, report))
+
+    def _chain(self, features: Features, log: Callable[[str], None]) -> Chain:
+        """The chain of one batch, each feature given its settings and the run's shape, and
+        TRL's two steps it calls (:meth:`score_round`, :meth:`reference_logps`)."""
+        g, args, pad = self.num_generations, self.args, self._tokenizer.pad_token_id
+        rollout_log = None if features.rollout_log is None else RolloutLog(
+            features.rollout_log, group_size=g, ends={*self.eos_token_ids, pad})
+        dynamic = None if features.dynamic is None else DynamicSampling(
+            features.dynamic, self.train_dataset, group_size=g, seed=args.seed + 1, pad_id=pad,
+            local_batch=args.per_device_train_batch_size * args.steps_per_generation)
+        prompts = None if features.prompts is None else Prompts(  # sampling.prompts (None: TRL's own)
+            features.prompts, self.train_dataset, group_size=g, seed=args.seed, log=log)
+        if dynamic is not None and prompts is not None:
+            dynamic.choose = prompts.draw  # refill rounds' prompts: the sampler's too
+        return Chain(features.learning, score=self.score_round, reference=self.reference_logps,
+                     processes=self.accelerator, prompts=prompts, dynamic=dynamic, rollout_log=rollout_log,
+                     vllm=self._vllm)
 
     # ---------------------------------------------------------------- TRL's methods, overridden
 
@@ -119,9 +130,13 @@ class GrpoTrainer(GRPOTrainer):
         return out
 
     def _generate_and_score_completions(self, inputs):
-        if self.model.training:
-            return self.chain.batch(inputs)  # sample, score, merge, advantages, log (.batch)
-        return self.score_round(inputs)
+        if not self.model.training:
+            return self._scored(inputs)
+        batch = Batch(self.state.global_step, inputs, list(self.reward_func_names), self.reward_weights.tolist(),
+                      self.num_generations)
+        batch = self.chain.batch(batch, self._metrics["train"])  # sample, score, merge, advantages, log
+        self._batch_rewards = batch.scores()
+        return batch.tensors  # the loss inputs
 
     def _compute_loss(self, model, inputs):
         self._correcting = "importance_sampling_ratio" in inputs and not self._vllm
@@ -192,44 +207,25 @@ class GrpoTrainer(GRPOTrainer):
 
     # ---------------------------------------------------------------- what the rest of grpo calls
 
-    def score_round(self, inputs: list[dict], round_: int = 0, reference: bool = True) -> dict:
-        """TRL's generation and scoring of one batch (``round_``: dynamic sampling's
-        extra rounds), logged to the rollout log in training. ``reference=False`` leaves
-        out the reference model's log-probs (beta > 0): dynamic sampling computes them once,
-        for the batch it trains (:meth:`reference_logps`), not for groups it drops."""
-        training = self.model.training
-        if training:
-            self.clear_batch_logs()  # TRL's batch logs then hold this batch only
-            if round_ == 0:
-                self._batch_rewards = None
+    def score_round(self, inputs: list[dict], round_: int = 0, reference: bool = True) -> Round:
+        """TRL's generation and scoring of one round of a training batch (the chain's score
+        step; ``round_``: dynamic sampling's refill rounds). ``reference=False`` leaves out the
+        reference model's log-probs (beta > 0): dynamic sampling's chain computes them once,
+        for the rows it trains (:meth:`reference_logps`), not for groups it drops."""
+        self.clear_batch_logs()  # TRL's batch logs then hold this round only
+        tensors = self._scored(inputs, reference)
+        self.generations += 1
+        return Round(round_, inputs, tensors, self._logs)
+
+    def _scored(self, inputs: list[dict], reference: bool = True) -> dict:
         beta = self.beta
         if not reference:
             self.beta = 0.0  # TRL's one use of it while scoring: whether to run the reference model
         try:
-            out = super()._generate_and_score_completions(inputs)
+            return super()._generate_and_score_completions(inputs)
         finally:
             self.beta = beta
             self._correcting = False
-        if training:
-            self.generations += 1
-            self.chain.count(out)
-            self._sampler_kl(out)
-            if self.prompts is not None:
-                self.prompts.observe(self, inputs)
-            if self.rollout_log is not None:
-                self.rollout_log.collect(self, inputs, out, round_)
-        return out
-
-    def _sampler_kl(self, out: dict) -> None:
-        """``sampling/kl``: the mean over sampled tokens of log p_sampler - log p_trainer, an
-        estimate of KL(sampler || trainer) per token from the sampler's own draws."""
-        sampled, trained = out.get("sampling_per_token_logps"), out.get("old_per_token_logps")
-        if sampled is None or trained is None or self._vllm:
-            return
-        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
-        diff = torch.nan_to_num((sampled - trained) * mask, nan=0.0)
-        totals = self.accelerator.gather(torch.stack([diff.sum(), mask.sum().to(diff.dtype)]).view(1, 2)).sum(0)
-        self.record_metric("sampling/kl", (totals[0] / totals[1].clamp(min=1)).item())
 
     @torch.no_grad()
     def reference_logps(self, batch: dict) -> torch.Tensor | None:
@@ -264,16 +260,13 @@ class GrpoTrainer(GRPOTrainer):
         completions, per-reward scores, advantages, ``log_extra`` columns."""
         return self._logs
 
-    def batch_rewards(self) -> dict:
-        """Each reward's scores on the batch trained on: dynamic sampling's picks over its
-        rounds (:meth:`set_batch_rewards`), else the last batch scored."""
+    def batch_rewards(self) -> Mapping:
+        """Each reward's scores on the last batch trained (``Batch.scores``: dynamic
+        sampling's picks over its rounds), else on the last batch scored."""
         return self._batch_rewards if self._batch_rewards is not None else self._logs["rewards"]
 
-    def set_batch_rewards(self, rewards: dict[str, list[float]]) -> None:
-        self._batch_rewards = rewards
-
     def clear_batch_logs(self) -> None:
-        self._logs = {"images": deque(), "prompt": deque(), "completion": deque(), "advantages": deque(),
+        self._logs: dict[str, Any] = {"images": deque(), "prompt": deque(), "completion": deque(), "advantages": deque(),
                       "rewards": defaultdict(deque), "extra": defaultdict(deque)}
 
     def metrics(self, mode: str = "train") -> dict:
