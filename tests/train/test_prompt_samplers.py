@@ -198,3 +198,39 @@ def test_a_sampler_setting_that_cannot_work_is_refused_before_the_model_loads(gr
     code, out, err = grpo(TINY, *flags, model=False)
     assert code == 2 and says in err, out + err
     assert not (tmp_path / "out").exists()
+
+
+def test_samplers_list_shows_the_builtins_and_a_plugins_samplers_with_their_parameters(samplers, capsys):
+    from grpo_core.cli import main
+
+    assert main(["samplers", "list"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: " ".join(line.split()) for line in out.splitlines()[2:] if line.strip()}
+    assert list(rows)[:4] == ["acme.echo", "acme.first", "frontier", "trl"]
+    assert rows["acme.first"].startswith("acme.first offset: int = 0 - the first prompts, always")
+    assert rows["frontier"].startswith("frontier target: float = 0.5, knob: bool | str = 'auto', step: float = 0.1")
+    assert rows["trl"].startswith("trl - grpo-core TRL's own sampler")
+    assert main(["samplers", "list", "--json"]) == 0
+    listed = {s["name"]: s for s in json.loads(capsys.readouterr().out)}
+    assert listed["acme.first"]["plugin"] == "acme_samplers" and listed["acme.first"]["parameters"] == ["offset: int = 0"]
+
+
+def test_an_unknown_sampler_points_to_the_command_that_lists_them():
+    from grpo_core.plugin import registry
+
+    with pytest.raises(grpo_core.UnknownNameError) as info:
+        registry.samplers().get("frontire")
+    assert str(info.value) == ("unknown prompt sampler 'frontire'. Closest registered: frontier. "
+                               "List them with `grpo samplers list`.")
+
+
+def test_samplers_list_imports_neither_torch_nor_trl():
+    import subprocess
+    import sys
+
+    code = ("import sys; from grpo_core.cli import main\n"
+            "rc = main(['samplers', 'list'])\n"
+            "print('HEAVY', [m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules], rc,"
+            " file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "HEAVY [] 0" in out.stderr, out.stderr

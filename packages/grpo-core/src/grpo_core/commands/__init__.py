@@ -24,6 +24,7 @@ SUMMARIES = {
     "prompts": "list and show registered system prompts",
     "envs": "list and show registered environments (tools and multi-turn rollouts)",
     "methods": "list registered learning methods (learning.method) with their parameters",
+    "samplers": "list registered prompt samplers (sampling.prompts) with their parameters",
     "score": "score completions from a JSONL, CSV or Parquet file with composed rewards (no model needed)",
     "serve": "serve rewards over HTTP (grpo's /score, OpenRLHF's /get_reward) for other trainers and processes",
     "rollouts": "read a run's rollout log: best and worst completions, hacking filters",

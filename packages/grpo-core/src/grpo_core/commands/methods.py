@@ -1,4 +1,5 @@
-"""`grpo methods list`: the learning methods a config can name (``learning.method``)."""
+"""`grpo methods list`: the learning methods a config can name (``learning.method``); the
+listing of a registry of factories with their parameters (``grpo samplers list`` too)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,13 @@ def where(entry: registry.Entry) -> str:
 
 
 def run_list(args) -> int:
-    found = registry.advantages()
+    return list_factories(registry.advantages(), args,
+                          "A config names one as learning.method, parameters in the name: zvp(alpha=0.05).")
+
+
+def list_factories(found: registry.Registry, args, footer: str) -> int:
+    """A registry of factories (learning methods, prompt samplers) as a table or JSON: each
+    name with its parameters, where it comes from and what it does."""
     entries = [found.entries[name] for name in found.names()]
     if args.json:
         print_json([{"name": e.name, "parameters": parameters(e), "plugin": e.plugin,
@@ -36,5 +43,5 @@ def run_list(args) -> int:
         return 0
     print(table([[e.name, ", ".join(parameters(e)) or "-", where(e), e.description]
                  for e in entries], ["name", "parameters", "distribution", "description"]))
-    print("\nA config names one as learning.method, parameters in the name: zvp(alpha=0.05).")
+    print(f"\n{footer}")
     return 0

@@ -23,7 +23,7 @@ COMMAND_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a word on the comma
 LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
                  "system prompt": "grpo prompts list", "probe": "grpo plugins",
                  "environment": "grpo envs list", "learning method": "grpo methods list",
-                 "command": "grpo --help"}
+                 "command": "grpo --help", "prompt sampler": "grpo samplers list"}
 
 
 def install_hint(dist: str) -> str:
