@@ -3,27 +3,15 @@
 TRL appends one reward column per environment class with ``get_reward``, in the
 order of its factories, after the rewards passed in, named after the class and
 weighed 1. Here it is named after the registered environment and weighed as
-configured, and it gets our rewards' failure policy and time limit
-(:mod:`grpo_core.rewards.policy`): an item it fails on scores None, counted and
-logged once.
+configured (:func:`name_columns`); the trainer gives it our rewards' failure policy and
+time limit too (``PolicySettings.guard_added``, :mod:`grpo_core.rewards.policy`): an item
+it fails on scores None, counted and logged once.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-
-from grpo_core.rewards.policy import PolicySettings
-
-
-def set_up(trainer, environment_rewards: Mapping, policy: PolicySettings | None, own: int,
-           log: Callable[[str], None] = print) -> None:
-    """Once, when the trainer is built (``own``: the rewards passed to it, before TRL's)."""
-    if environment_rewards:
-        name_columns(trainer.environment_pool(), trainer.reward_funcs, trainer.reward_func_names,
-                     trainer.reward_weights, environment_rewards)
-    if policy is not None:
-        policy.guard_added(trainer.reward_funcs, trainer.reward_func_names, own, log)
+from collections.abc import Mapping
 
 
 def name_columns(pool: Mapping, funcs: list, names: list[str], weights, rewards: Mapping) -> None:
@@ -44,4 +32,4 @@ def name_columns(pool: Mapping, funcs: list, names: list[str], weights, rewards:
             break
 
 
-__all__ = ["set_up", "name_columns"]
+__all__ = ["name_columns"]

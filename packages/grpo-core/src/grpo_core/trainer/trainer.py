@@ -75,7 +75,11 @@ class GrpoTrainer(GRPOTrainer):
         self.say = log  # (not `log`: that is the Trainer's own method)
         self._batch_rewards: Mapping | None = None  # each reward's scores on the last batch trained
         own = len(kwargs.get("reward_funcs") or [])  # (the builder passes them by keyword, as a list)
-        reward_columns.set_up(self, features.environment_rewards, features.rewards, own, log)
+        if features.environment_rewards:  # each environment's reward column, named and weighed as configured
+            reward_columns.name_columns(self._environment_pool, self.reward_funcs, self.reward_func_names,
+                                        self.reward_weights, features.environment_rewards)
+        if features.rewards is not None:  # the failure policy, for the rewards TRL adds too
+            features.rewards.guard_added(self.reward_funcs, self.reward_func_names, own, log)
         for callback in self.callback_handler.callbacks:
             if hasattr(callback, "bind"):  # callbacks that steer the trainer (adaptive weights)
                 callback.bind(self)
@@ -275,9 +279,6 @@ class GrpoTrainer(GRPOTrainer):
 
     def record_metric(self, name: str, value: float, mode: str = "train") -> None:
         self._metrics[mode][name].append(value)
-
-    def environment_pool(self) -> dict:
-        return self._environment_pool
 
     @property
     def text_tokenizer(self):
