@@ -287,7 +287,7 @@ def test_a_checkpoint_holds_the_buffer_the_settings_and_the_streams_and_gives_th
     resumed.start(True)  # TRL's "the last checkpoint": not a folder, nothing of ours to restore
     assert resumed.resume_dir is None
     resumed.start(str(folder))
-    assert resumed.restore(4) is None and stream.loaded == [str(folder)]  # at a buffer's start: TRL generates anew
+    assert resumed.restore(4) is None and stream.loaded == [folder]  # at a buffer's start: TRL generates anew
     assert resumed.restore(3)[0]["x"].tolist() == [1, 2]
 
     other = tmp_path / "checkpoint-4"

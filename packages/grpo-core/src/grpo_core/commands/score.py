@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from grpo_core.base import jsontext
 from grpo_core.base.errors import GrpoError, MissingColumnError
@@ -26,9 +27,6 @@ from grpo_core.rewards.scoring import (
     score_batch,
 )
 from grpo_core.runfiles import rollouts as rollout_log
-
-if TYPE_CHECKING:
-    import csv
 
 INPUTS = (".jsonl", ".csv", ".parquet")
 
@@ -180,8 +178,6 @@ def _jsonl_rows(path: Path):
 
 
 def _csv_rows(path: Path):
-    import csv
-
     yield from enumerate(csv.DictReader(line for _, line in _text_lines(path)), 1)
 
 
@@ -260,7 +256,6 @@ def _check_args(args) -> None:
     if not args.input.exists():
         raise GrpoError(f"--input {args.input}: no such file or folder.")
     if args.input.is_dir():
-
         folder = args.input if args.input.name == rollout_log.FOLDER else args.input / rollout_log.FOLDER
         if not rollout_log.files(folder):
             raise GrpoError(f"--input {args.input}: a folder must be a run's output dir or its rollouts/ folder, "
@@ -442,8 +437,6 @@ class _Output:
             self.fh.writelines(json.dumps(r, default=str) + "\n" for r in records)
             return
         if self.csv is None:
-            import csv
-
             self.csv = csv.DictWriter(self.fh, fieldnames=list(records[0]), extrasaction="ignore")
             self.csv.writeheader()
         self.csv.writerows({k: "" if v is None else v for k, v in r.items()} for r in records)

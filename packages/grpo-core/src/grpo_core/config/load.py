@@ -27,7 +27,6 @@ import copy
 import difflib
 import importlib.util
 import os
-from collections.abc import Sequence
 from typing import Any
 
 from grpo_core.base.errors import ConfigError, GrpoError, SpecError, UnknownNameError
@@ -105,7 +104,7 @@ def _lora(raw: Any, problems: Problems) -> tuple[dict | None, bool]:
 SWITCH = ValueType(frozenset({"bool"}), kind="bool")
 
 
-def load_config(path: str | os.PathLike | None, overrides: Sequence[str] = (), data: dict | None = None, *,
+def load_config(path: str | os.PathLike | None, overrides: list[str] | tuple[str, ...] = (), data: dict | None = None, *,
                 strict: bool = False) -> RunConfig:
     """Read ``path`` (or ``data``), apply ``overrides`` and check everything that
     can be checked without a model: option names, rewards, dataset name, values.
@@ -253,16 +252,15 @@ DYNAMIC_ONLY = ("max_rounds", "oversample", "metric")  # the sampling options on
 
 
 def _sampling(raw: dict, problems: Problems) -> SamplingSection:
-    value = raw.get("sampling")
+    value = raw.get("sampling", {})
     if isinstance(value, dict) and isinstance(value.get("dynamic"), dict):  # sampling: {dynamic: {max_rounds: 3}}
         value = {**{k: v for k, v in value.items() if k != "dynamic"}, "dynamic": True, **value["dynamic"]}
         raw = {**raw, "sampling": value}
     section = read_section(raw, "sampling", SamplingSection, "", problems)
-    given = value if isinstance(value, dict) else {}
-    unused = [k for k in DYNAMIC_ONLY if k in given] if not section.dynamic else []
+    unused = [k for k in DYNAMIC_ONLY if k in value] if isinstance(value, dict) and not section.dynamic else []
     if unused:
         it = "it" if len(unused) == 1 else "them"
-        problems.note(f"{', '.join(f'sampling.{k}: {given[k]}' for k in unused)} ignored: dynamic sampling is off; "
+        problems.note(f"{', '.join(f'sampling.{k}: {value[k]}' for k in unused)} ignored: dynamic sampling is off; "
                       f"set sampling.dynamic: true to use {it}.")
     return section
 
@@ -357,10 +355,8 @@ def _stage(name: str, specs: Any, training: dict, where: str, scorers: list[str]
         )
         return None
     parsed = _parsed_specs(specs, problems)
-    if not parsed:
-        return None
-    funcs = problems.attempt(compose_specs, parsed, time_limit)  # params, weights, gates
-    if funcs is None:
+    funcs = problems.attempt(compose_specs, parsed, time_limit) if parsed else None  # params, weights, gates
+    if funcs is None or not parsed:
         return None
     clash = sorted({f.__name__ for f in funcs} & set(scorers))
     if clash:

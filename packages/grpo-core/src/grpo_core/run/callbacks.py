@@ -177,8 +177,7 @@ class HealthCallback(TrainerCallback):
         self.active: set[str] = set()
         self.events: list[dict] = []
         # held-out evaluations: (step, mean training reward since the previous one, accuracy)
-        self.evals_kept = max(cfg.window, 2)
-        self.evals: deque[tuple[int, float, float]] = deque(maxlen=self.evals_kept)
+        self.evals: deque[tuple[int, float, float]] = deque(maxlen=max(cfg.window, 2))
         self._since: list[float] = []
         self.stop: dict | None = None  # the divergence event that stops training (on_divergence: stop)
         self.main = True  # the main process writes health.jsonl and warns
@@ -227,7 +226,7 @@ class HealthCallback(TrainerCallback):
             return
         self.evals.append((step, sum(self._since) / len(self._since), acc))
         self._since = []
-        if len(self.evals) < self.evals_kept:
+        if len(self.evals) != self.evals.maxlen:  # (not full yet)
             return
         (s0, r0, a0), (s1, r1, a1) = self.evals[0], self.evals[-1]
         if r1 > r0 + 1e-6 and a1 < a0 - 1e-6:

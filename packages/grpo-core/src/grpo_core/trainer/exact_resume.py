@@ -63,11 +63,11 @@ class ExactResume:
         self.every = every
         self.rank = rank
         self.states = list(states)
-        self.resume_dir: str | os.PathLike | None = None
+        self.resume_dir: Path | None = None
 
     def start(self, resume_from_checkpoint: Any) -> None:
         """``trainer.train``'s argument: a checkpoint folder, or anything else (no resume)."""
-        self.resume_dir = resume_from_checkpoint if isinstance(resume_from_checkpoint, (str, os.PathLike)) else None
+        self.resume_dir = Path(resume_from_checkpoint) if isinstance(resume_from_checkpoint, (str, os.PathLike)) else None
 
     def mid_buffer(self, micro_step: int) -> bool:
         """Does TRL's micro-step counter stand inside a generation buffer?"""
@@ -95,7 +95,7 @@ class ExactResume:
         if self.resume_dir is None:
             return None
         for state in self.states:
-            state.load(Path(self.resume_dir))
+            state.load(self.resume_dir)
         path = self.buffer_path(self.resume_dir)
         if not self.mid_buffer(micro_step) or not path.is_file():  # our own file, written by save
             return None
