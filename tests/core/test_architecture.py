@@ -221,3 +221,19 @@ def test_no_core_module_grows_past_400_lines():
     sizes = {p.relative_to(PKG).as_posix(): p.read_text().count("\n") for p in PKG.rglob("*.py")}
     over = {m: n for m, n in sizes.items() if n > 400}
     assert {m: n for m, n in over.items() if n > OVER_400.get(m, 400)} == {}
+
+
+def test_no_feature_of_the_trainer_takes_the_trainer():
+    """One batch goes down trainer/chain.py as a typed value (trainer/batch.py): the features
+    see the batch and their own settings. Only trainer.py (TRL's subclass) holds the trainer;
+    no other module of the room has a parameter that could be it."""
+    taken = sorted(f"{name}.{fn.name}({arg.arg})" for name, tree in MODULES.items()
+                   if name.startswith("grpo_core.trainer") and name != "grpo_core.trainer.trainer"
+                   for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+                   if arg.arg == "trainer" or "Trainer" in ast.unparse(arg.annotation or ast.Constant(None)))
+    assert taken == []
+    chain = MODULES["grpo_core.trainer.chain"]
+    steps = {fn.name: ast.unparse(fn.returns) for fn in ast.walk(chain)
+             if isinstance(fn, ast.FunctionDef) and fn.name in ("batch", "advantages")}
+    assert steps == {"batch": "Batch", "advantages": "Batch"}
