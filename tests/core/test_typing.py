@@ -1,11 +1,13 @@
 """The names a plugin author is told to import type-check: mypy --strict resolves them to
 their real types (the alias modules swap themselves in sys.modules, which mypy cannot
-see; they list the real names under TYPE_CHECKING), a misspelt one is an error, and the
-scaffolded package and examples/grpo-acme pass."""
+see; they list the real names under TYPE_CHECKING), a misspelt one is an error, the
+scaffolded package and examples/grpo-acme pass, and every package's own source is clean
+under the root pyproject.toml's settings."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -93,42 +95,18 @@ def test_the_example_plugin_type_checks(cache):
 
 
 # mypy from the root as pyproject.toml's [tool.mypy] says: every package's source, the training
-# stack not followed, untyped libraries Any. The plugin packages are clean. grpo-core's errors are
-# listed where they stood when the settings were written (issue 58: 212 with default settings,
-# 176 with these, 128 after the first fixes): each file's count may fall, never rise, and a file
-# not listed has none. (Counts taken with others' uncommitted work in the tree, so that work
-# does not fail here when it lands: trainer/samplers/frontier.py, grpo_datasets/loaders.py.)
-CORE_ERRORS = {
-    "authoring/contract.py": 2, "base/params.py": 2, "base/text.py": 2, "base/timelimit.py": 1, "checks/checks.py": 1,
-    "checks/probes.py": 1, "commands/envs.py": 2, "commands/eval.py": 5, "commands/models.py": 1,
-    "commands/score.py": 10, "config/batch_shape.py": 2, "config/load.py": 6, "config/models.py": 1,
-    "config/overrides.py": 2, "config/schema.py": 6, "config/training.py": 1, "config/trl_compat.py": 1,
-    "data/datafiles.py": 1, "rewards/environments.py": 2, "rewards/local_rewards.py": 3, "rewards/reward.py": 1,
-    "rewards/reward_model.py": 1, "rewards/scoring.py": 4, "rewards/specs.py": 2, "run/callbacks.py": 2,
-    "run/heldout.py": 5, "run/plotting.py": 1, "run/prepare.py": 6, "run/resume.py": 10, "serve/server.py": 2,
-    "trainer/dynamic.py": 3, "trainer/exact_resume.py": 1, "trainer/generation.py": 7, "trainer/merged_lora.py": 1,
-    "trainer/samplers/frontier.py": 19, "trainer/shared_prompt.py": 1, "trainer/trainer.py": 6, "view/charts.py": 3,
-    "view/filters.py": 1,
-}
-PLUGIN_ERRORS = {"packages/grpo-datasets/src/grpo_datasets/loaders.py": 1}
-CORE = "packages/grpo-core/src/grpo_core/"
-
-
-@pytest.mark.timeout(900)  # 211 files: 20-35 s of CPU cold (the repository's .mypy_cache keeps later runs short)
-def test_every_packages_source_type_checks_and_the_cores_errors_only_fall():
+# stack not followed, untyped libraries Any, the lead's modules being reworked not reported (its
+# ignore_errors override). It must be clean: a type error anywhere else fails here, and this is
+# CI's mypy run (.ci/run runs the suite). A cache of its own: the repository's could hide an error.
+@pytest.mark.timeout(900)  # 214 files cold: 15-25 s of CPU (minutes of wall time on busy shared cores)
+def test_every_packages_source_type_checks(cache):
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
-    out = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"),
-                          "--no-error-summary"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=850)
-    assert out.returncode in (0, 1), out.stderr[-2000:]
-    errors: dict[str, int] = {}
-    for line in out.stdout.splitlines():
-        if ": error:" in line:
-            path = line.split(":", 1)[0]
-            errors[path] = errors.get(path, 0) + 1
-    assert len(errors) > 0 or out.returncode == 0
-    grown = {p: n for p, n in errors.items() if n > (CORE_ERRORS.get(p[len(CORE):], 0) if p.startswith(CORE)
-                                                    else PLUGIN_ERRORS.get(p, 0))}
-    assert grown == {}, "\n".join(line for line in out.stdout.splitlines() if line.split(":", 1)[0] in grown)
+    out = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=850)
+    assert out.returncode == 0, "\n".join(line for line in out.stdout.splitlines() if ": error:" in line
+                                          or line.startswith("Found")) + out.stderr[-2000:]
+    checked = re.search(r"^Success: no issues found in (\d+) source files$", out.stdout, re.M)
+    assert checked and int(checked[1]) >= 200, out.stdout[-2000:]  # every package's source, not a few files
 
 
 def test_every_package_ships_py_typed_and_a_built_wheel_carries_it(tmp_path):
