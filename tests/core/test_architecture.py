@@ -154,7 +154,8 @@ def test_the_run_folders_readers_import_neither_the_trainer_nor_run():
         assert bad == [], f"{reader} reaches {bad}"
         assert any(m.startswith("grpo_core.runfiles") for m in reach(reader))
     eval_imports = {b for a, b, _ in EDGES if a == "grpo_core.commands.eval"}
-    assert not eval_imports & {"grpo_core.trainer.rollout_log", "grpo_core.trainer.batch", "grpo_core.run.outputs"}
+    assert not eval_imports & {"grpo_core.trainer.rollout_log", "grpo_core.trainer.batch", "grpo_core.trainer.chain",
+                                "grpo_core.run.outputs"}
 
 
 def test_no_room_names_its_floor_in_a_docstring():
