@@ -127,6 +127,7 @@ def build_datasets(cfg: RunConfig, eval_split: str | None = None):
 def _train_split(cfg: RunConfig):
     """The training split with its prompts, and the few-shot examples taken from it."""
     d = cfg.dataset
+    assert d.name is not None  # (load_config requires dataset.name to train)
     train = load_dataset(d.name, split=d.split, **d.params)
     few_shot = d.few_shot
     if few_shot and "question" in train.column_names:
@@ -138,6 +139,7 @@ def _train_split(cfg: RunConfig):
 
 def _held_out_split(cfg: RunConfig, split: str, few_shot):
     d = cfg.dataset
+    assert d.name is not None  # (load_config requires dataset.name to train)
     eval_ds = load_dataset(d.name, split=split, **{**d.params, **d.eval_params})
     eval_ds = build_prompts(eval_ds, d.system_prompt, few_shot or 0, d.answer_template)
     _check_environment_columns(cfg, eval_ds, f"dataset '{d.name}' (split {split})")
@@ -182,6 +184,7 @@ def check_tool_support(cfg: RunConfig, trust_remote_code: bool = False) -> None:
         return
     from transformers import AutoTokenizer
 
+    assert cfg.model.id is not None  # (load_config requires model.id to train)
     path = models.resolve(cfg.model.id)
     tokenizer = AutoTokenizer.from_pretrained(path, revision=cfg.model.revision, trust_remote_code=trust_remote_code)
     check_support(cfg.environment, models.prepare_tokenizer(tokenizer), cfg.model.id)
@@ -326,6 +329,7 @@ def load_model(p: Prepared, log: Callable[[str], None] = print):
     cfg, a = p.cfg, p.plans[0].args
     precision = choose(p.device, dtype=cfg.model.dtype, bf16=a.bf16, fp16=a.fp16, lora=cfg.lora is not None)
     t0 = time.perf_counter()
+    assert cfg.model.id is not None  # (load_config requires model.id to train)
     model, tokenizer = models.load(
         cfg.model.id, dtype=precision.load, attn_implementation=cfg.model.attn_implementation,
         revision=cfg.model.revision, trust_remote_code=a.trust_remote_code, device=p.device,

@@ -184,7 +184,8 @@ class FastSampling:
         import torch
 
         if self.meter is None:
-            return int(self.settings.threads)
+            assert isinstance(self.settings.threads, int)  # a number ("auto" has a meter; None: not asked)
+            return self.settings.threads
         if self.chosen is not None:
             return self.chosen
         ceiling = torch.get_num_threads()
@@ -223,7 +224,7 @@ def head_in(model, dtype: str):
 
     head = model.get_output_embeddings() if model is not None else None
     kind = getattr(torch, dtype)
-    if type(head) is not torch.nn.Linear or head.weight.dtype == kind or "forward" in vars(head):
+    if head is None or type(head) is not torch.nn.Linear or head.weight.dtype == kind or "forward" in vars(head):
         yield
         return
     weight = head.weight.detach().to(kind)

@@ -150,12 +150,13 @@ def generate(model, tokenizer, prompts: Sequence[Any], *, n: int = 1, max_new_to
                     repetition_penalty=repetition_penalty)
     if fast is None:
         fast = next(model.parameters()).device.type == "cuda"
+    count = None if threads is None else int(threads) if threads != "auto" else None
     if threads == "auto":
         import torch
 
-        threads = CoreMeter().threads(torch.get_num_threads())
+        count = CoreMeter().threads(torch.get_num_threads())
     device = next(model.parameters()).device.type
-    with torch_threads(threads), thread_independent_attention(device, reproducible):
+    with torch_threads(count), thread_independent_attention(device, reproducible):
         return _generate(model, tokenizer, prompts, n, max_new_tokens, do_sample, batch_size, seed,
                          chat_template_kwargs, sampling, fast)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 # "auto" merges when the copy of the adapted weights fits in this many bytes
 AUTO_BYTES = 1 << 30
@@ -30,7 +31,7 @@ AUTO_BYTES = 1 << 30
 class MergedLora:
     """The adapted layers of a peft LoRA model and their merged-weight buffers."""
 
-    model: object  # the PeftModel
+    model: Any  # the PeftModel
     layers: list  # peft LoRA Linear layers with active adapters
     buffers: list  # one tensor per layer, the shape of its base weight
 
