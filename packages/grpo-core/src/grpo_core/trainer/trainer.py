@@ -209,7 +209,7 @@ class GrpoTrainer(GRPOTrainer):
         if buffered is not None:
             self._buffered_inputs = buffered
 
-    # ---------------------------------------------------------------- what the rest of grpo calls
+    # ---------------------------------------------------------------- TRL's steps lent to the chain
 
     def score_round(self, inputs: list[dict], round_: int = 0, reference: bool = True) -> Round:
         """TRL's generation and scoring of one round of a training batch (the chain's score
@@ -222,6 +222,7 @@ class GrpoTrainer(GRPOTrainer):
         return Round(round_, inputs, tensors, self._logs)
 
     def _scored(self, inputs: list[dict], reference: bool = True) -> dict:
+        """TRL's generate-and-score of ``inputs`` (out of training: all there is to it)."""
         beta = self.beta
         if not reference:
             self.beta = 0.0  # TRL's one use of it while scoring: whether to run the reference model
@@ -247,6 +248,8 @@ class GrpoTrainer(GRPOTrainer):
         model = self.accelerator.unwrap_model(self.model)
         with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
             return self._get_per_token_logps_and_entropies(self.model, *args, batch_size=size)[0]
+
+    # ---------------------------------------------------------------- what the rest of grpo calls
 
     def learning_rate(self) -> float:
         return self._get_learning_rate()
