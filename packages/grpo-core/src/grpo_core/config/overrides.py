@@ -12,8 +12,9 @@ from grpo_core.base.errors import ConfigError
 from grpo_core.base.flags import flag_value, flag_values, yaml_value
 from grpo_core.base.paths import cache_dir
 from grpo_core.base.problems import Problems
+from grpo_core.config.fields import HELP_BOOLS, HELP_CHOICES, describe_fields
 from grpo_core.config.schema import SECTIONS
-from grpo_core.config.values import HELP_BOOLS, HELP_CHOICES, ValueType, describe_fields
+from grpo_core.config.values import ValueType
 
 
 def field_types(cls_path: str, *dists: str) -> dict[str, ValueType]:

@@ -1,7 +1,7 @@
 """One value checker for every key of a config: grpo's settings (their types, choices and
 bounds read from the schema), lora's peft fields and GRPOConfig's (read from the
-dataclasses' own annotations, metadata and help, cached per installed version so a check
-imports no TRL), with the ranges TRL checks only late, in one table (``RANGES``).
+dataclasses' own annotations, metadata and help by :mod:`grpo_core.config.fields`, cached per
+installed version so a check imports no TRL), with the ranges TRL checks only late, in one table (``RANGES``).
 ``load_config`` runs it on every value, so ``grpo train``, its ``--dry-run`` and ``grpo
 check`` refuse a wrong value by its key before anything loads."""
 
@@ -11,7 +11,6 @@ import dataclasses
 import difflib
 import enum
 import math
-import re
 import types
 import typing
 from dataclasses import dataclass
@@ -249,77 +248,6 @@ def section_range(f: dataclasses.Field, vtype: ValueType) -> Range | None:
     return Range(low if low is not None else 0, f.metadata.get("maximum"))
 
 
-# ------------------------------------------------------------------ TRL's and peft's fields
-
-
-def kind_of(annotation: Any) -> str:
-    """How a command-line value for a field of this annotation is typed: bool, int, float,
-    list or text (what HfArgumentParser makes of ``--key value``)."""
-    text = str(annotation).replace("<class '", "").replace("'>", "")
-    parts = {p.strip() for p in text.replace("typing.", "").replace("Optional[", "").rstrip("]").split("|")}
-    parts.discard("None")
-    if parts == {"bool"}:
-        return "bool"
-    if parts == {"int"}:
-        return "int"
-    if parts == {"float"}:
-        return "float"
-    if any(p.startswith("list[") for p in parts) and not parts & {"str", "dict"}:
-        return "list"
-    return "text"
-
-
-
-# GRPOConfig fields of type str whose help lists the values they take (TRL checks none of them
-# before training: a loss_type it does not know fails mid-run, or silently trains another loss)
-HELP_CHOICES = ("loss_type", "scale_rewards", "importance_sampling_level", "multi_objective_aggregation",
-                "vllm_mode", "vllm_model_impl", "vllm_importance_sampling_mode", "include_num_input_tokens_seen",
-                "pad_to_multiple_of")
-# ... and those that also take true/false, as TRL reads them (scale_rewards: true is group, false none)
-HELP_BOOLS = ("scale_rewards",)
-
-
-def choices_in_help(text: str, default: Any) -> list[str]:
-    """The values a help text lists: the words it quotes ('dapo'; not k='v'), the words
-    after "one of" in backticks, and the default."""
-    found = [default] if isinstance(default, str) else []
-    found += re.findall(r"(?<![=\w])'([A-Za-z_]\w*)'", text)
-    after = re.search(r"one of (.*?)(?:\.\s|\.$|:|$)", text)
-    if after:
-        found += [w for w in re.findall(r"`([A-Za-z_]\w*)`", after.group(1)) if w not in ("True", "False")]
-    return list(dict.fromkeys(found))
-
-
-def describe_fields(cls: type) -> dict[str, dict]:
-    """Each init field of the dataclass ``cls``: its ValueType as a dict (what the cache keeps)."""
-    hints = typing.get_type_hints(cls)
-    out = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        vtype = from_annotation(hints.get(f.name, f.type), f.metadata.get("choices"))
-        if f.metadata.get("const") is True:  # --fsdp alone (fsdp: true) turns it on
-            vtype = dataclasses.replace(vtype, accepts=vtype.accepts | {"bool"})
-        if f.name in HELP_CHOICES:
-            listed = choices_in_help(f.metadata.get("help", ""), f.default)
-            accepts = vtype.accepts | ({"bool"} if f.name in HELP_BOOLS else set())
-            vtype = ValueType(frozenset(accepts), tuple(listed) + ((True, False) if "bool" in accepts else ()),
-                              vtype.items, vtype.obj)
-        if f.name == "report_to":
-            vtype = ValueType(vtype.accepts, _integrations(), _integrations(), None)
-        out[f.name] = dataclasses.replace(vtype, kind=kind_of(f.type)).as_dict()
-    return out
-
-
-def _integrations() -> tuple[str, ...] | None:
-    """report_to's values: transformers' integrations, all and none."""
-    try:
-        from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-    except ImportError:  # another transformers: report_to is then not checked by name
-        return None
-    return ("none", "all", *INTEGRATION_TO_CALLBACK)
-
-
 # GRPOConfig values TRL takes without complaint and fails on mid-run, ignores, or trains wrongly
 # with (num_iterations 0: "Done: 0 steps"); every other value's type comes from its annotation
 RANGES: dict[str, Range] = {
@@ -406,5 +334,5 @@ def check_fields(values: dict, fields: dict[str, ValueType], ranges: dict[str, R
     return out
 
 
-__all__ = ["Range", "ValueType", "value_problem", "from_annotation", "section_type", "section_range", "kind_of",
-           "describe_fields", "choices_in_help", "check_fields", "RANGES", "LORA_RANGES", "shown"]
+__all__ = ["Range", "ValueType", "value_problem", "from_annotation", "section_type", "section_range", "check_fields",
+           "RANGES", "LORA_RANGES", "shown"]
