@@ -92,10 +92,15 @@ def train_cell(arm: str, seed: int, opts, env: dict) -> dict:
             more = arm_flags(extra, opts)
             flags += more[:-2] if more[-2:] == ["--sampling.dynamic", "false"] else more  # (as configured)
         result = _run(_with_snaps(GRPO), [budget, str(out), str(opts.config), *flags], env)
-    snaps = sorted(json.loads(p.read_text()) for p in out.glob("snap-*/when.json"))
+    snaps = kept(out)
     return {"arm": arm, "seed": seed, "minutes": opts.minutes, "tokens": result["tokens"],
             "steps": len(result["steps"]), "wall": result["wall"], "load_start": load0,
             "load_end": os.getloadavg()[0], "snaps": snaps, "folder": str(out)}
+
+
+def kept(out: Path) -> list[dict]:
+    """The adapters a run kept (each folder's when.json), in step order."""
+    return sorted((json.loads(p.read_text()) for p in out.glob("snap-*/when.json")), key=lambda s: s["step"])
 
 
 def score_cell(row: dict, opts, env: dict, base: float | None) -> dict:
