@@ -19,8 +19,8 @@ from string import Template
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.plugin.api import PLUGIN_API, core_requirement
+from grpo_core.plugin.hints import KNOWN_DATASETS, KNOWN_NAMESPACES
 from grpo_core.plugin.plugins import ENTRY_POINT_GROUP, _normalize
-from grpo_core.plugin.registry import KNOWN_DATASETS, KNOWN_NAMESPACES
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 

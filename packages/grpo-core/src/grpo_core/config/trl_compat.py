@@ -22,7 +22,7 @@ from typing import Any
 from grpo_core.base.errors import ConfigError
 from grpo_core.base.problems import Problems
 from grpo_core.config import openr1
-from grpo_core.plugin.registry import KNOWN_NAMESPACES
+from grpo_core.plugin.hints import KNOWN_NAMESPACES
 
 MODEL = {"model_name_or_path": "id", "model_revision": "revision", "dtype": "dtype", "torch_dtype": "dtype",
          "attn_implementation": "attn_implementation"}

@@ -2,7 +2,9 @@
 
 Each plugin's hook implementation is called with a ``register`` bound to that
 plugin, so a name registered twice can be reported with both plugins and their
-distributions (pluggy's own results do not say which plugin produced them).
+distributions (pluggy's own results do not say which plugin produced them). A name
+no plugin registered is answered by :mod:`grpo_core.plugin.hints` (the closest names,
+or which of our distributions provides it).
 """
 
 from __future__ import annotations
@@ -14,35 +16,11 @@ from typing import Any
 
 from grpo_core.base.errors import DuplicateNameError, RegistryError, UnknownNameError
 from grpo_core.plugin import api, plugins
+from grpo_core.plugin.hints import unknown_message
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 DOTTED_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 COMMAND_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a word on the command line: acme-lengths
-
-# The command that lists each kind of entry
-LIST_COMMANDS = {"reward": "grpo rewards list", "dataset": "grpo datasets list",
-                 "system prompt": "grpo prompts list", "probe": "grpo plugins",
-                 "environment": "grpo envs list", "learning method": "grpo methods list",
-                 "command": "grpo --help", "prompt sampler": "grpo samplers list"}
-
-
-def install_hint(dist: str) -> str:
-    """How to install one of our distributions today (they are not on PyPI yet)."""
-    return f"pip install ./packages/{dist} from a grpo checkout"
-
-
-# Where the names of our own plugins live, for "pip install" hints.
-KNOWN_NAMESPACES = {
-    "math": "grpo-rewards-math",
-    "format": "grpo-rewards-format",
-    "length": "grpo-rewards-format",
-    "repetition": "grpo-rewards-format",
-    "code": "grpo-rewards-code",
-}
-KNOWN_DATASETS = {
-    name: "grpo-datasets" for name in ("gsm8k", "math", "medcalc", "files", "hub", "arithmetic")
-}
-KNOWN_ENVIRONMENTS = {name: "grpo-rewards-code" for name in ("python", "guess_number")}
 
 
 @dataclass(frozen=True)
@@ -87,45 +65,7 @@ class Registry:
         try:
             return self.entries[name]
         except KeyError:
-            raise UnknownNameError(self._unknown_message(name)) from None
-
-    def _known_home(self, name: str) -> str | None:
-        """The distribution of ours that provides ``name``, if one does."""
-        if self.kind == "dataset":
-            return KNOWN_DATASETS.get(name)
-        if self.kind == "environment":
-            return KNOWN_ENVIRONMENTS.get(name)
-        return KNOWN_NAMESPACES.get(name.split(".", 1)[0])
-
-    def _unknown_message(self, name: str) -> str:
-        names = self.names()
-        close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
-        short = name.rsplit(".", 1)[-1]
-        close += [n for n in names if n not in close and short and short in n][: 5 - len(close)]
-        msg = f"unknown {self.kind} '{name}'."
-        if close:
-            msg += f" Closest registered: {', '.join(close)}."
-        elif names:
-            shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
-            msg += f" Registered {self.kind}s: {shown}."
-        else:
-            msg += f" No {self.kind}s are registered: no plugin providing them is loaded."
-        hint = self._known_home(name)
-        allowed = plugins.allowed_distributions()
-        if hint and not close and plugins.is_installed(hint):
-            if allowed is not None and hint not in allowed:
-                msg += f" '{name}' comes from {hint}, which is installed: add it to {plugins.ENV_VAR}."
-            else:
-                msg += (f" '{name}' comes from {hint}, which is installed but did not load "
-                        f"(see the warnings above, or `grpo plugins`).")
-        elif hint and not close:
-            msg += f" '{name}' comes from {hint}: {install_hint(hint)}"
-            if plugins.allowed_distributions() is not None:
-                msg += f" (and add it to {plugins.ENV_VAR})"
-            msg += "."
-        else:
-            msg += f" List them with `{LIST_COMMANDS.get(self.kind, 'grpo plugins')}`."
-        return msg
+            raise UnknownNameError(unknown_message(self.kind, name, self.names())) from None
 
 
 def _describe(obj: Any, description: str | None) -> str:

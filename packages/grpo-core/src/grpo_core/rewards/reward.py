@@ -21,6 +21,7 @@ from grpo_core.base.params import TRL_KWARGS, bind_params, split_signature
 from grpo_core.base.timelimit import DEFAULT_SECONDS as DEFAULT_TIME_LIMIT
 from grpo_core.base.timelimit import RewardTimeout
 from grpo_core.plugin import registry
+from grpo_core.plugin.hints import KNOWN_NAMESPACES
 from grpo_core.plugin.registry import check_range
 from grpo_core.rewards import groups, local_rewards
 from grpo_core.rewards.gating import gate_values, link
@@ -222,7 +223,7 @@ def resolve(ref: str) -> Resolved:
     try:
         entry = reg.get(ref)
     except UnknownNameError as unknown:
-        if ref.split(".", 1)[0] in registry.KNOWN_NAMESPACES or not local_rewards.IMPORT_PATH_RE.match(ref):
+        if ref.split(".", 1)[0] in KNOWN_NAMESPACES or not local_rewards.IMPORT_PATH_RE.match(ref):
             raise
         try:
             func = local_rewards.load(ref)
