@@ -214,7 +214,7 @@ def test_no_class_in_rewards_is_more_than_two_below_object():
 
 
 # Modules past 400 lines, as they stand: each may shrink, none may grow, and no other may pass 400
-OVER_400 = {"rewards/environments.py": 417, "commands/score.py": 448}
+OVER_400 = {"commands/score.py": 448}
 
 
 def test_no_core_module_grows_past_400_lines():

@@ -43,7 +43,8 @@ from grpo_core.config.precision import choose, sampling_precision
 from grpo_core.config.schema import RunConfig, StageSection
 from grpo_core.data.datasets import build_prompts, check_columns, load_dataset, take_few_shot
 from grpo_core.rewards import environments
-from grpo_core.rewards.environments import COLUMN, check_support
+from grpo_core.rewards.environments import COLUMN
+from grpo_core.rewards.tool_support import check_support
 from grpo_core.run.versions import TESTED, check_versions  # noqa: F401 - TESTED: where it was read before
 from grpo_core.trainer import threads
 
