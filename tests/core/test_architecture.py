@@ -213,14 +213,11 @@ def test_no_class_in_rewards_is_more_than_two_below_object():
     assert {n: depth(n) for n in classes if depth(n) > 2} == {}
 
 
-# Modules past 400 lines, as they stand: each may shrink, none may grow, and no other may pass 400
-OVER_400 = {"commands/score.py": 448}
-
-
-def test_no_core_module_grows_past_400_lines():
+def test_no_core_module_passes_400_lines():
+    """A module past 400 lines holds two pieces a reader would name apart: move one into a
+    module of its own (config/stages.py, run/step_line.py, plugin/hints.py were cut so)."""
     sizes = {p.relative_to(PKG).as_posix(): p.read_text().count("\n") for p in PKG.rglob("*.py")}
-    over = {m: n for m, n in sizes.items() if n > 400}
-    assert {m: n for m, n in over.items() if n > OVER_400.get(m, 400)} == {}
+    assert {m: n for m, n in sizes.items() if n > 400} == {}
 
 
 def test_no_feature_of_the_trainer_takes_the_trainer():

@@ -9,13 +9,19 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from grpo_core.base import jsontext
 from grpo_core.base.errors import GrpoError, MissingColumnError
-from grpo_core.base.params import reserved_columns_problem
 from grpo_core.base.tables import number as show_number
 from grpo_core.base.text import completion_text
 from grpo_core.checks import manifest
 from grpo_core.commands import SUMMARIES, number_arg, print_json, table
+from grpo_core.commands.score_input import (
+    INPUTS,
+    group_key,
+    group_sizes,
+    is_log,
+    read_batches,
+    whole_groups,
+)
 from grpo_core.config.values import Range
 from grpo_core.rewards.reward import compose_rewards
 from grpo_core.rewards.scoring import (
@@ -27,8 +33,6 @@ from grpo_core.rewards.scoring import (
     score_batch,
 )
 from grpo_core.runfiles import rollouts as rollout_log
-
-INPUTS = (".jsonl", ".csv", ".parquet")
 
 
 def add_parser(sub) -> None:
@@ -56,139 +60,6 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
-
-
-# ------------------------------------------------------------------ reading
-
-
-def _read_batches(path: Path, batch_size: int):
-    """Lists of (row number, row); JSONL rows are numbered by file line, CSV and
-    Parquet rows from 1."""
-
-    reader = _log_rows if _is_log(path) else {".jsonl": _jsonl_rows, ".csv": _csv_rows,
-                                               ".parquet": _parquet_rows}[path.suffix]
-    batch = []
-    for number, row in reader(path):
-        if "completion" not in row:
-            raise GrpoError(f"{path}:{number} has no 'completion' field; each row needs "
-                            f"a 'completion' and the columns the rewards read (it has: {', '.join(sorted(row))}).")
-        problem = reserved_columns_problem(set(row) - set(ROW_ONLY))
-        if problem:
-            raise GrpoError(f"{path}:{number}: {problem}")
-        batch.append((number, row))
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _is_log(path: Path) -> bool:
-    """A run's rollout log: its folder, the run's output dir, or one step's file."""
-
-    if path.is_dir():
-        return True
-    return path.suffix == ".parquet" and path.parent.name == rollout_log.FOLDER
-
-
-def _log_rows(path: Path):
-    folder = path if path.is_file() or path.name == rollout_log.FOLDER else path / rollout_log.FOLDER
-    files = [folder] if folder.is_file() else [p for _, p in rollout_log.files(folder)]
-    number = 0
-    for file in files:
-        for row in rollout_log.read(file).to_pylist():
-            number += 1
-            yield number, row
-
-
-def _group_key(row: dict) -> str:
-    """A GRPO group: the log's (step, round, group), a 'group' column, else the rows' prompt."""
-    if "step" in row and "group" in row:
-        return f"{row['step']}/{row.get('round', 0)}/{row['group']}"
-    if "group" in row:
-        return json.dumps(row["group"], default=str)
-    return json.dumps(row.get("prompt"), default=str)
-
-
-def _whole_groups(batches, size: int | None, path: Path):
-    """``batches`` cut between groups only (a group reward sees each group whole): groups
-    of ``size`` rows, else runs of one :func:`_group_key`. A last group short of ``size``
-    is an error naming its lines."""
-    carry: list = []
-    for batch in batches:
-        rows = carry + batch
-        if size:
-            cut = len(rows) // size * size
-        else:
-            last = _group_key(rows[-1][1])
-            cut = len(rows)
-            while cut and _group_key(rows[cut - 1][1]) == last:
-                cut -= 1  # the last run may go on in the next batch
-        if cut:
-            yield rows[:cut]
-        carry = rows[cut:]
-    if carry and size and len(carry) < size:
-        raise GrpoError(f"{path}: the last {len(carry)} rows (from line {carry[0][0]}) do not fill a group of "
-                        f"--group-size {size}; a group reward scores whole groups. Drop them or fix --group-size.")
-    if carry:
-        yield carry
-
-
-def _group_sizes(batch, size: int | None) -> int | list[int]:
-    """The ``group_size`` a batch of whole groups is scored with (``rewards/groups.py``)."""
-    if size:
-        return size
-    sizes: list[int] = []
-    previous = object()
-    for _, row in batch:
-        key = _group_key(row)
-        if key == previous:
-            sizes[-1] += 1
-        else:
-            sizes.append(1)
-            previous = key
-    return sizes
-
-
-def _text_lines(path: Path):
-    """``path``'s lines as text, numbered from 1; a line that is not UTF-8 is an error naming
-    it and its first bad byte (not a UnicodeDecodeError from deep in a reader)."""
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise GrpoError(f"{path}:{lineno} is not UTF-8 text (byte {raw[exc.start]:#04x} at column "
-                                f"{exc.start + 1}); save the file as UTF-8.") from None
-
-
-def _jsonl_rows(path: Path):
-    for lineno, line in _text_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = jsontext.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GrpoError(f"{path}:{lineno} is not valid JSON ({exc.msg}); each line must be one object.") from None
-        except jsontext.JsonNumberError as exc:
-            raise GrpoError(f"{path}:{lineno} holds {exc}") from None
-        if not isinstance(row, dict):
-            raise GrpoError(f"{path}:{lineno} is not a JSON object; each line needs {{\"completion\": ...}}.")
-        yield lineno, row
-
-
-def _csv_rows(path: Path):
-    yield from enumerate(csv.DictReader(line for _, line in _text_lines(path)), 1)
-
-
-def _parquet_rows(path: Path):
-    import pyarrow.parquet as pq
-
-    number = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-        for row in batch.to_pylist():
-            number += 1
-            yield number, row
 
 
 # ------------------------------------------------------------------ scoring
@@ -281,11 +152,11 @@ def run(args) -> int:
     out = _Output(args.output) if args.output else None
     progress = _progress(args)
     grouped = _group_rewards(sides, args)
-    batches = _read_batches(args.input, args.batch_size)
+    batches = read_batches(args.input, args.batch_size)
     try:
-        for batch in _whole_groups(batches, args.group_size, args.input) if grouped else batches:
+        for batch in whole_groups(batches, args.group_size, args.input) if grouped else batches:
             keys = set().union(*(r.keys() for _, r in batch))
-            sizes = _group_sizes(batch, args.group_size) if grouped else None
+            sizes = group_sizes(batch, args.group_size) if grouped else None
             scored = [side.score(batch, keys, args.input, sizes) for side in sides]
             records = [{"line": n, **{k: v for side, s in zip(sides, scored) for k, v in side.record(i, *s).items()}}
                        for i, (n, _) in enumerate(batch)]
@@ -294,7 +165,7 @@ def run(args) -> int:
             if compare:
                 step_of.update((n, r["step"]) for n, r in batch if "step" in r)
                 items = [(n, scored[0][1][i], scored[1][1][i], _excerpt(r["completion"])) for i, (n, r) in enumerate(batch)]
-                for group in grouper.add(items, [_group_key(r) for _, r in batch]):
+                for group in grouper.add(items, [group_key(r) for _, r in batch]):
                     _add_group(compare, steps, step_of, group)
             if progress:
                 progress.update(len(batch))
@@ -315,8 +186,8 @@ def run(args) -> int:
 def _group_rewards(sides: list[_Side], args) -> list[str]:
     """The group rewards scored; with them, which rows form a group must be said."""
     names = [f.__name__ for side in sides for f in side.funcs if getattr(f, "group", False)]
-    if names and not args.group_size and not _is_log(args.input):
-        first: dict = next(_read_batches(args.input, 1), [(0, {})])[0][1]
+    if names and not args.group_size and not is_log(args.input):
+        first: dict = next(read_batches(args.input, 1), [(0, {})])[0][1]
         if "group" not in first and "prompt" not in first:
             raise GrpoError(
                 f"{', '.join(names)} {'is a group reward' if len(names) == 1 else 'are group rewards'}: say which rows "
@@ -402,7 +273,7 @@ def _print_side(s: dict) -> None:
 
 def _print_comparison(c: dict, args) -> None:
     grouping = (f"groups of {args.group_size}" if args.group_size else
-                "groups (the log's groups)" if _is_log(args.input) else "groups (runs of the same prompt)")
+                "groups (the log's groups)" if is_log(args.input) else "groups (runs of the same prompt)")
     print(f"\nwhat changes with --against, over {c['groups']} {grouping}:")
     print(f"  best completion changes in {c['best_changed']}/{c['groups']} groups ({_pct(c['best_changed_share'])})")
     print(f"  advantage changes sign for {c['advantage_flipped']}/{c['completions']} completions "
