@@ -142,7 +142,7 @@ def table(rows: list[dict], opts) -> str:
         by_arm.setdefault(r["arm"], []).append(r)
         t = reached(r, opts.target)
         ats = " ".join(f"{a:6.3f}" if (a := accuracy_at(r, m)) is not None else f"{'-':>6}" for m in opts.at)
-        lines.append(f"{r['arm']:22} {r['seed']:>4} {t if t is None else round(t):>11} {ats} {r['steps']:>5} "
+        lines.append(f"{r['arm']:22} {r['seed']:>4} {'-' if t is None else round(t):>11} {ats} {r['steps']:>5} "
                      f"{r['tokens']:>6} {r['load_start']:4.1f}-{r['load_end']:<4.1f}")
     lines.append("")
     for arm, rs in by_arm.items():

@@ -41,3 +41,14 @@ def test_seconds_to_target_and_accuracy_at_a_time_by_hand():
     assert b.accuracy_at(row, 0.5) == 0.19  # 30 s: nothing kept yet, the base model's
     assert b.accuracy_at(row, 2) == 0.52  # 120 s: the step-4 adapter (95 s) is the last kept by then
     assert b.accuracy_at(row, 3) == 0.48  # 180 s: the step-6 adapter
+
+
+def test_the_table_shows_a_run_that_never_reached_the_target():
+    b = bench()
+    opts = type("Opts", (), {"target": 0.5, "limit": 64, "at": [2, 4.5]})()
+    row = {"arm": "bare", "seed": 0, "steps": 9, "tokens": 300, "load_start": 1.8, "load_end": 3.0, "base": 0.19,
+           "snaps": [{"step": 2, "seconds": 110.0, "accuracy": 0.17}, {"step": 8, "seconds": 257.0, "accuracy": 0.34}]}
+    lines = b.table([row], opts).splitlines()
+    # never reached: "-"; at 2 min (120 s) the step-2 adapter (110 s) is the last kept, at 4.5 min the step-8 one
+    assert lines[3].split() == ["bare", "0", "-", "0.170", "0.340", "9", "300", "1.8-3.0"]
+    assert lines[-1] == "bare                   reached 0.5 in 0/1 seeds; @2m 0.170 ± nan; @4.5m 0.340 ± nan"
