@@ -5,16 +5,9 @@ text from a dict: no transformers (``run/callbacks.py``'s ``MetricsCallback`` pr
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-
-def finite(x: Any) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
+from grpo_core.runfiles.rollouts import (
+    finite_or_none as finite,  # a figure as a float, None where not finite
+)
 
 
 def reward_names(logs: dict) -> list[str]:
