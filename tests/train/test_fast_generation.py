@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from grpo_core.config.load import load_config
-from grpo_core.trainer.generation import enable_fast_generation, generate, load_policy
+from grpo_core.trainer.decoding import enable_fast_generation
+from grpo_core.trainer.generation import generate, load_policy
 
 from .conftest import TINY
 

@@ -18,6 +18,7 @@ from grpo_core.rewards.policy import GuardedReward, PolicySettings, Stalls
 from grpo_core.trainer import rollout_log
 from grpo_core.trainer.batch import Batch, Round
 from grpo_core.trainer.chain import Chain, LearningSettings
+from grpo_core.trainer.decoding import FastSampling, Sampling
 from grpo_core.trainer.dynamic import (
     DynamicSampling,
     DynamicSettings,
@@ -31,7 +32,6 @@ from grpo_core.trainer.dynamic import (
     trained_scores,
 )
 from grpo_core.trainer.exact_resume import ExactResume, ResumeSettings, take_learning_rate
-from grpo_core.trainer.generation import FastSampling, Sampling
 from grpo_core.trainer.nonfinite import Guard, GuardSettings
 from grpo_core.trainer.reward_columns import name_columns
 from grpo_core.trainer.rollout_log import RolloutLog, RolloutLogSettings

@@ -29,10 +29,10 @@ from grpo_core.run.prepare import (
 )
 from grpo_core.run.resume import settings_of
 from grpo_core.trainer.chain import LearningSettings
+from grpo_core.trainer.decoding import Sampling
 from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
 from grpo_core.trainer.features import Features
-from grpo_core.trainer.generation import Sampling
 from grpo_core.trainer.nonfinite import GuardSettings
 from grpo_core.trainer.prompts import PromptSettings
 from grpo_core.trainer.rollout_log import FOLDER, RolloutLogSettings, prompt_index

@@ -4,7 +4,7 @@ config (:func:`grpo_core.run.builder.features_of`, the one place); each feature 
 module of its own, testable without a trainer:
 
 ============================  =================================================
-``sampling``                  fast sampling (:mod:`grpo_core.trainer.generation`)
+``sampling``                  fast sampling (:mod:`grpo_core.trainer.decoding`)
 ``guard``                     the non-finite guard (:mod:`grpo_core.trainer.nonfinite`)
 ``rewards``                   the reward failure policy, for the rewards TRL adds
                               (:mod:`grpo_core.rewards.policy`); None: unguarded
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 from grpo_core.rewards.policy import PolicySettings
 from grpo_core.trainer.chain import LearningSettings
+from grpo_core.trainer.decoding import Sampling
 from grpo_core.trainer.dynamic import DynamicSettings
 from grpo_core.trainer.exact_resume import ResumeSettings
-from grpo_core.trainer.generation import Sampling
 from grpo_core.trainer.nonfinite import GuardSettings
 from grpo_core.trainer.prompts import PromptSettings
 from grpo_core.trainer.rollout_log import RolloutLogSettings

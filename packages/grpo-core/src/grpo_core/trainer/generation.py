@@ -13,14 +13,11 @@ from typing import Any
 
 from grpo_core.base.errors import GrpoError
 from grpo_core.config import models
-from grpo_core.trainer.decoding import (  # noqa: F401 - the trainer's sampler, also imported from here
+from grpo_core.trainer.decoding import (
     PROMPT_BUCKET,
-    FastSampling,
-    Sampling,
     disable_fast_generation,
     enable_fast_generation,
     fast_failed_message,
-    head_in,
     torch_threads,
 )
 from grpo_core.trainer.threads import CoreMeter, thread_independent_attention

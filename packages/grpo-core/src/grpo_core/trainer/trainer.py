@@ -32,10 +32,10 @@ from trl.trainer.utils import use_adapter
 from grpo_core.trainer import reward_columns
 from grpo_core.trainer.batch import Batch, Round
 from grpo_core.trainer.chain import Chain
+from grpo_core.trainer.decoding import FastSampling
 from grpo_core.trainer.dynamic import DynamicSampling
 from grpo_core.trainer.exact_resume import ExactResume, take_learning_rate
 from grpo_core.trainer.features import Features
-from grpo_core.trainer.generation import FastSampling
 from grpo_core.trainer.nonfinite import Event, Guard
 from grpo_core.trainer.prompts import Prompts
 from grpo_core.trainer.rollout_log import RolloutLog
