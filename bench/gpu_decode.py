@@ -12,7 +12,10 @@ Arms (each sampling `--tokens` new tokens per row, forced with min_new_tokens):
   with CUDA graphs, adapters unmerged under bf16 autocast);
 - ``bf16``: ``sampling.precision: bf16`` (the adapters merged into a bf16 copy of the
   weights they adapt, pure bf16 decoding, static cache and compiled decoding; each drawn
-  token's log-probability recorded for TRL's correction).
+  token's log-probability recorded for TRL's correction);
+- ``loop``, ``loop-bf16``: ``grpo`` and ``bf16`` with ``model.decode_loop: grpo`` (grpo's own
+  loop: the whole decoding step, the draw included, one CUDA-graph-captured function, no wait
+  for the GPU per token; rows never end early there: no token ends them).
 
 Per cell: the warm-up call's seconds (compilation), the seconds per decoding step of a
 timed call, tokens per second. Then, for ``grpo`` and ``bf16`` at the first row count, a
@@ -34,6 +37,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,6 +45,7 @@ import torch  # noqa: E402
 from gpu_step import SHAPES  # noqa: E402
 
 CUDA = torch.cuda.is_available()
+ARMS = ("grpo", "loop", "bf16", "loop-bf16", "bare")
 DEVICE = "cuda" if CUDA else "cpu"
 
 
@@ -81,17 +86,25 @@ def sampler(arm: str, tokens: int, model, backend: str | None):
     if arm == "bare":
         return None, gc
     settings = {"grpo": Sampling(fast=True, autocast="bfloat16" if CUDA else None),
-                "bf16": Sampling(fast=True, precision="bfloat16", merged="auto", logprobs=True)}[arm]
-    s = FastSampling(settings, gc, tokens, model=model, log=lambda *a: print(*a, file=sys.stderr))
+                "bf16": Sampling(fast=True, precision="bfloat16", merged="auto", logprobs=True)}[arm.removeprefix("loop-")
+                                                                                               if arm != "loop" else "grpo"]
+    loop = arm.startswith("loop")
+    if loop:  # the loop does not take min_new_tokens: no token ends a row instead (eos below)
+        gc.min_new_tokens = None
+        settings = replace(settings, loop=True)
+    s = FastSampling(settings, gc, tokens, model=model, log=lambda *a: print(*a, file=sys.stderr), eos=[-1], pad=0)
     if backend:
         enable_fast_generation(gc, backend=backend)
+        if s.loop is not None:
+            s.loop.compile = backend
     return s, gc
 
 
 def sample(s, gc, model, ids, new: int | None = None):
     """One generation of ``new`` tokens a row (default the config's): (completions, log-probs)."""
     if new is not None:
-        gc.max_new_tokens = gc.min_new_tokens = new
+        gc.max_new_tokens = new
+        gc.min_new_tokens = new if gc.min_new_tokens else None
 
     def generate():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gc)
@@ -156,7 +169,7 @@ def logps(model, full, prompt, temperature=1.0):
     return logits.log_softmax(-1).gather(-1, full[:, prompt:].unsqueeze(-1)).squeeze(-1)
 
 
-def check(s, gc, ids, o, record, model):
+def check(arm, s, gc, ids, o, record, model):
     """After the adapters move: the bf16 sampler's recorded log-probs against the copy with
     the new weights, the copy with the old ones, and the trainer."""
     old = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n}
@@ -186,7 +199,7 @@ def check(s, gc, ids, o, record, model):
         with_b(new)
         with torch.autocast(DEVICE, dtype=torch.bfloat16, enabled=CUDA):
             trainer = logps(model, full, p)
-    record(dict(what="check", arm="bf16", rows=ids.shape[0], tokens=o.check_tokens,
+    record(dict(what="check", arm=arm, rows=ids.shape[0], tokens=o.check_tokens,
                 vs_own_mean_abs=round((got - own).abs().mean().item(), 5),
                 vs_own_max_abs=round((got - own).abs().max().item(), 4),
                 vs_old_weights_mean_abs=round((got - stale).abs().mean().item(), 5),
@@ -207,7 +220,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", default="0.5b", choices=sorted(SHAPES))
     p.add_argument("--rows", nargs="+", type=int, default=[16, 128, 64])
-    p.add_argument("--arms", nargs="+", default=["grpo", "bf16", "bare"], choices=["grpo", "bf16", "bare"])
+    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     p.add_argument("--tokens", type=int, default=256)
     p.add_argument("--prompt", type=int, default=64, help="prompt tokens a row (default 64)")
     p.add_argument("--profile-steps", type=int, default=8)
@@ -243,8 +256,8 @@ def main() -> None:
             made = attempt("decode", arm, rows, record, cell, arm, rows, o, model, record)
             if made and i == 0 and arm != "bare":
                 attempt("profile", arm, rows, record, profile, arm, *made, o, record, model)
-            if made and i == 0 and arm == "bf16":
-                attempt("check", arm, rows, record, check, *made, o, record, model)
+            if made and i == 0 and arm in ("bf16", "loop-bf16"):
+                attempt("check", arm, rows, record, check, arm, *made, o, record, model)
             if CUDA:
                 torch.cuda.empty_cache()
 

@@ -50,6 +50,11 @@ class ModelSection:
                                  "in an order that follows the thread count).")
     fast_generation: bool | str = setting("auto", "Static KV cache and compiled decoding while sampling: auto "
                                           "(on CUDA), true, false.", choices=AUTO)
+    decode_loop: str = setting("transformers", "How sampling decodes in training: transformers (generate, as TRL "
+                               "calls it) or grpo (grpo's own loop: one compiled step per token, the draw "
+                               "included, CUDA graphs with fast_generation, no wait for the device per token; "
+                               "settings it does not do, such as repetition_penalty, go to generate).",
+                               choices=("transformers", "grpo"))
     merged_sampling: bool | str = setting("auto", "Sample from a LoRA model with its adapters merged into a copy "
                                           "of the weights they adapt (no per-layer LoRA products while decoding): "
                                           "auto (on a CPU, when the copy fits in 1 GiB), true, false.",

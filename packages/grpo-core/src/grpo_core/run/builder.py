@@ -54,7 +54,7 @@ def features_of(prepared: Prepared, plan: StagePlan, *, precision: Precision | N
                         autocast=sampling_autocast(precision, device, static_cache=fast),
                         merged=merged_sampling(cfg, device), precision=sampled,
                         logprobs=sampled is not None and args.vllm_importance_sampling_correction,
-                        reproducible=cfg.model.reproducible)
+                        reproducible=cfg.model.reproducible, loop=cfg.model.decode_loop == "grpo")
     guard = GuardSettings(h.on_nonfinite, h.snapshot, h.max_skips, h.max_weight_jump)
     environment_rewards = trainer_kwargs(cfg.environment).get("environment_rewards", {})
     if rollouts_only:

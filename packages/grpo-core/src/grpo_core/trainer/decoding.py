@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from grpo_core.trainer.decode_loop import DecodeLoop, replacing_generate
 from grpo_core.trainer.draws import cumulative_draws
 from grpo_core.trainer.merged_lora import MergedLora
-from grpo_core.trainer.sampling_copy import SamplingCopy, sampled_logprobs
+from grpo_core.trainer.sampling_copy import SamplingCopy, per_row, sampled_logprobs
 from grpo_core.trainer.threads import CoreMeter, thread_independent_attention
 
 # Static-cache decoding sizes its cache for the longest prompt rounded up to this many
@@ -46,9 +47,9 @@ def disable_fast_generation(generation_config) -> None:
 
 
 def fast_failed_message(exc: BaseException) -> str:
-    return (f"warning: fast generation (static cache, compiled decoding) failed ({type(exc).__name__}: "
+    return (f"warning: fast generation (static cache, compiled decoding, grpo's loop) failed ({type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else 'no message'}); sampling eagerly from "
-            f"now on. Set model.fast_generation: false to skip it.")
+            f"now on. Set model.fast_generation: false (and model.decode_loop: transformers) to skip it.")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Sampling:
     precision: str | None = None  # sample from a copy of every weight in this dtype (.sampling_copy); None: as is
     logprobs: bool = False  # with ``precision``: return each sampled token's log-probability (TRL's correction)
     reproducible: bool = True  # CPU: attention kernels whose results do not follow the thread count
+    loop: bool = False  # grpo's decoding loop (.decode_loop) in place of transformers' generate
 
 
 class FastSampling:
@@ -78,7 +80,7 @@ class FastSampling:
     eagerly with one warning."""
 
     def __init__(self, settings: Sampling, generation_config, max_completion_length: int, *, vllm: bool = False,
-                 log=print, model=None):
+                 log=print, model=None, eos: list[int] | None = None, pad: int | None = None):
         self.settings = settings
         self.config = generation_config
         self.max_completion_length = max_completion_length
@@ -97,6 +99,10 @@ class FastSampling:
         elif not (vllm or model is None or self.fast):
             self.merge = MergedLora.of(model, merged, log, dtype=settings.autocast)
         self.model = model
+        # grpo's loop: on CUDA with fast generation its step is captured in CUDA graphs
+        self.loop = DecodeLoop(model, compile="reduce-overhead" if self.fast else None) \
+            if settings.loop and not (vllm or model is None) else None
+        self.ends = (list(eos or []), 0 if pad is None else pad)
         self.meter = CoreMeter() if settings.threads == "auto" else None
         self.told = False  # auto's first generation on fewer threads than torch's, said once
         self.chosen: int | None = None  # auto's threads for the training step under way (step_threads)
@@ -114,24 +120,34 @@ class FastSampling:
         """``generate()`` (TRL's sampling of ``prompt_ids`` on ``device``, "cuda", "cpu", ...:
         the completions' token ids and their log-probabilities or None), with each sampled
         token's log-probability filled in where :attr:`corrects`."""
-        if self.fast:
+        if self.fast or self.loop is not None:
             self.size_cache(prompt_ids)
-        with self.context(device), sampled_logprobs() if self.corrects else contextlib.nullcontext() as drawn:
+        record: list = []  # the loop's drawn log-probabilities (rows x tokens), when it sampled
+        with self.context(device), self.looping(record), \
+                sampled_logprobs() if self.corrects else contextlib.nullcontext() as drawn:
             try:
                 sampled = generate()
             except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
-                if not self.fast:
+                if not (self.fast or self.loop is not None):
                     raise
                 self.log(fast_failed_message(exc))
-                self.fast = False
+                self.fast, self.loop = False, None
                 disable_fast_generation(self.config)
                 sampled = generate()
         if drawn is None:
             return sampled
         completion_ids, logprobs = sampled
         if logprobs is None:
-            logprobs = drawn.rows([len(ids) for ids in completion_ids])
+            lengths = [len(ids) for ids in completion_ids]
+            logprobs = per_row(list(record[-1].unbind(1)), lengths) if record else drawn.rows(lengths)
         return completion_ids, logprobs
+
+    def looping(self, record: list):
+        """Inside, the model's ``generate`` samples through grpo's loop (when it is on)."""
+        if self.loop is None:
+            return contextlib.nullcontext()
+        eos, pad = self.ends
+        return replacing_generate(self.model, self.loop, eos=eos, pad=pad, record=record)
 
     def size_cache(self, prompt_ids) -> None:
         """One cache size for many steps: prompt lengths rounded up to a bucket, so

@@ -84,7 +84,8 @@ class GrpoTrainer(GRPOTrainer):
             if hasattr(callback, "bind"):  # callbacks that steer the trainer (adaptive weights)
                 callback.bind(self)
         self.sampler = FastSampling(features.sampling, self.generation_config, self.max_completion_length,
-                                    vllm=self.use_vllm, log=log, model=self.model)
+                                    vllm=self.use_vllm, log=log, model=self.model, eos=list(self.eos_token_ids),
+                                    pad=self._tokenizer.pad_token_id)
         if features.trainable is not None:
             _cast_trainable(self.model, getattr(torch, features.trainable))
         named = list(self.model.named_parameters())
