@@ -128,3 +128,20 @@ def test_hub_loads_every_subject_config_unless_narrowed(load, monkeypatch):
 def test_grpo_check_passes_on_the_fixture(load, hendrycks, reward_check):
     report = reward_check(load("math", path=str(hendrycks)), ["math.correctness"], "xml")
     assert report.ok, [g.short for g in report.gold] + [p.failures for p in report.probes]
+
+
+def test_math_declares_its_level_and_frontier_steers_by_it(load, hendrycks):
+    """MATH's level (1-5) is the difficulty a curriculum reads; loaded with several levels,
+    ``frontier`` steers by it from the easiest."""
+    from grpo_core.data.difficulty import Difficulty, of_dataset
+    from grpo_core.trainer.samplers.base import Pool
+    from grpo_core.trainer.samplers.frontier import frontier
+
+    knob = of_dataset("math")
+    assert knob == Difficulty("level", param="level", example="level: [1, 2, 3, 4, 5]")
+    ds = load("math", path=str(hendrycks), level=[1, 2, 4, 5])
+    said: list[str] = []
+    f = frontier()
+    f.start(Pool(list(range(len(ds))), ds["level"], knob, "math", 0, 4, said.append))
+    assert f.level == 1 and said == ["frontier: difficulty from dataset 'math' column 'level' (1 to 5, 4 values), "
+                                     "starting at 1; target pass rate 0.5, and each prompt's pass-rate estimate."]

@@ -142,6 +142,18 @@ def test_rows_all_of_one_difficulty_are_said_and_knob_true_refuses_them():
         frontier(knob=True).start(pool([1] * 6))
 
 
+def test_rows_without_a_difficulty_are_said_and_knob_true_refuses_them():
+    said = []  # MATH: "Level ?" rows have no level
+    f = frontier()
+    f.start(pool([1, None, 3, float("nan"), 2], said=said))
+    assert f.level is None and said == [
+        "warning: frontier: 2 of 5 training rows of dataset 'arithmetic' have no level; load several with "
+        "dataset.params.level (level: [1, 2, 3]), which keeps only rows that have one. Prompts are chosen by "
+        "their pass-rate estimates alone (target 0.5)."]
+    with pytest.raises(ValueError, match=r"^frontier\(knob=True\) steers by the dataset's difficulty, but 2 of 5 "):
+        frontier(knob=True).start(pool([1, None, 3, float("nan"), 2]))
+
+
 def test_a_dataset_without_a_knob_goes_by_the_estimates_and_says_so():
     said = []
     f = frontier()

@@ -229,6 +229,11 @@ def load_math(
     )
 
 
+# The difficulty a curriculum steers by (sampling.prompts: frontier): each row's level, 1-5 (a
+# "Level ?" row has none: then frontier says so and `level` keeps only rows that have one)
+load_math.difficulty = {"column": "level", "param": "level", "example": "level: [1, 2, 3, 4, 5]"}  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- medcalc
 
 MEDCALC_ID = "ncbi/MedCalc-Bench-v1.0"

@@ -181,6 +181,9 @@ class Frontier:
         elif pool.difficulty is None:
             why = (f"dataset '{name}' declares its difficulty in column '{knob.column}', but its training rows have "
                    f"no such column ({knob.widen(name)})")
+        elif missing := sum(1 for v in pool.difficulty if v is None or v != v):  # None or NaN
+            why = (f"{missing} of {len(pool.difficulty)} training rows of dataset '{name}' have no {knob.column}; "
+                   f"{knob.widen(name)}, which keeps only rows that have one")
         elif len({float(v) for v in pool.difficulty}) < 2:
             value = float(pool.difficulty[0])
             why = (f"every training row of dataset '{name}' has {knob.column} {value:g}: one difficulty, so the "
