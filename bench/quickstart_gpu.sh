@@ -9,7 +9,8 @@
 # env: MODEL (default /root/m/smollm2.gguf), PY (python3), GRPO (default $PY -m grpo_core), DIR (outputs/qg),
 # EXTRA (more overrides for every run, e.g. a short dry run on a CPU), LIMIT (eval prompts, 64),
 # ARMS ("bare iter2"; "bare" runs the config as it is only, seeds 0 and 1: two runs; "bf16" samples
-# from a bf16 copy with the adapters merged, with TRL's correction: sampling.precision bf16).
+# from a bf16 copy with the adapters merged, with TRL's correction: sampling.precision bf16;
+# "loop" samples through grpo's decoding loop: model.decode_loop grpo).
 #   ARMS="bare bf16" bash bench/quickstart_gpu.sh    # low-precision sampling against the config as it is
 #   ARMS=bare EXTRA="--model.cudnn_attention true" bash bench/quickstart_gpu.sh   # do the stops come back?
 # On an H200 (2026-11-26) the four runs took over 6 minutes together: plan for 7.
@@ -54,7 +55,8 @@ for arm in $ARMS; do
     iter2) one iter2-0 0 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 &
            one iter2-1 1 --num_iterations 2 --max_steps 120 --learning_rate 1.5e-4 & ;;
     bf16) one bf16-0 0 --sampling.precision bf16 & one bf16-1 1 --sampling.precision bf16 & ;;
-    *) echo "ARMS: unknown arm '$arm' (bare, iter2, bf16)" >&2; exit 2 ;;
+    loop) one loop-0 0 --model.decode_loop grpo & one loop-1 1 --model.decode_loop grpo & ;;
+    *) echo "ARMS: unknown arm '$arm' (bare, iter2, bf16, loop)" >&2; exit 2 ;;
   esac
 done
 wait
