@@ -125,8 +125,12 @@ def test_compiled_step_samples_the_same_tokens(sharp):
     kw = dict(eos=[tok.eos_token_id], pad=tok.pad_token_id, uniforms=uniforms)
     eager = DecodeLoop(model).generate(*args, **kw)
     torch._dynamo.reset()
-    compiled = DecodeLoop(model, compile="aot_eager").generate(*args, **kw)
-    assert torch.equal(compiled, eager)
+    loop = DecodeLoop(model, compile="aot_eager")
+    assert torch.equal(loop.generate(*args, **kw), eager)
+    # the same loop again, after a call whose rows all ended at once: its buffers and cache,
+    # kept from call to call, start empty again
+    loop.generate(*args, **{**kw, "eos": list(range(400))})
+    assert torch.equal(loop.generate(*args, **kw), eager)
 
 
 def test_settings_it_does_not_do_go_to_generate(sharp):
@@ -191,12 +195,12 @@ def incremental(model, ids, tokens, temperature: float):
     """The log-probability of each of ``tokens`` (rows x new) after ``ids``, decoded one token
     at a time over a cache, as sampling decodes (after temperature)."""
     out = model(input_ids=ids, use_cache=True)
-    cache, columns = out.past_key_values, []
+    cache, columns = out.cache, []
     for t in range(tokens.shape[1]):
         logprobs = (out.logits[:, -1].float() / temperature).log_softmax(-1)
         columns.append(logprobs.gather(1, tokens[:, t : t + 1]).squeeze(1))
-        out = model(input_ids=tokens[:, t : t + 1], past_key_values=cache, use_cache=True)
-        cache = out.past_key_values
+        out = model(input_ids=tokens[:, t : t + 1], cache=cache, use_cache=True)
+        cache = out.cache
     return torch.stack(columns, 1)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
 
 CHECK_EVERY = 8  # tokens decoded between two checks of whether every row has finished
 
@@ -117,7 +116,7 @@ class DecodeLoop:
         self.check_every = max(1, int(check_every))
         self.steps_run = 0  # decoding steps the last call ran (tests, benchmarks)
         self._compiled: dict = {}
-        self._caches: dict = {}
+        self._kept: dict = {}  # the static cache and the step's buffers, kept from call to call
 
     def generate(self, input_ids, attention_mask, config, *, eos: list[int], pad: int, uniforms=None,
                  logprobs_out: list | None = None):
@@ -130,78 +129,53 @@ class DecodeLoop:
         draw = Draw.of(config)
         rows, prompt = input_ids.shape
         limit = int(config.max_new_tokens)
-        device = input_ids.device
-        if uniforms is None:
-            uniforms = torch.rand((limit, rows), dtype=torch.float64 if device.type == "cpu" else torch.float32,
-                                  device=device)
-        length = int(getattr(config, "max_cache_len", 0) or 0)
-        length = max(length, prompt + limit)
-        cache = self._cache(rows, length)
-        mask = torch.zeros((rows, length), dtype=attention_mask.dtype, device=device)
-        mask[:, :prompt] = attention_mask
-        positions = (attention_mask.long().cumsum(-1) - 1).clamp_(min=0)
-        out = torch.full((rows, limit), pad, dtype=input_ids.dtype, device=device)
-        drawn = torch.zeros((rows, limit), dtype=torch.float32, device=device)
-        done = torch.zeros((rows,), dtype=torch.bool, device=device)
-        ends = torch.tensor(sorted(set(eos)), dtype=input_ids.dtype, device=device)
+        length = max(int(getattr(config, "max_cache_len", 0) or 0), prompt + limit)
+        cache, b = self._buffers(rows, length, limit, input_ids.device, attention_mask.dtype)
+        positions = b.fill(input_ids, attention_mask, eos, pad, uniforms)
         with torch.no_grad():
-            logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache,
+            logits = self.model(input_ids=input_ids, attention_mask=b.mask, position_ids=positions, cache=cache,
                                 use_cache=True, logits_to_keep=1).logits[:, -1]
-            token, logp = pick(logits, uniforms[0], draw)
-            state = _State(token, positions[:, -1:] + 1, mask, done)
-            self._keep(state, 0, token, logp, out, drawn, ends, pad, prompt)
-            step = self._step(draw, rows, length)
+            keep(b, *pick(logits, b.uniforms[0], draw))
+            step = self._step(draw, cache, b)
             t = 1
             while t < limit:
-                if t % self.check_every == 0 and bool(state.done.all()):
+                if t % self.check_every == 0 and bool(b.done.all()):
                     break
-                token, logp = step(state.token, state.position, state.mask, cache, uniforms[t])
-                self._keep(state, t, token, logp, out, drawn, ends, pad, prompt)
+                step()
                 t += 1
         self.steps_run = t
         if logprobs_out is not None:
-            logprobs_out.append(drawn[:, :t])
-        return torch.cat([input_ids, out[:, :t]], dim=1)
+            logprobs_out.append(b.drawn[:, :t].clone())
+        return torch.cat([input_ids, b.out[:, :t]], dim=1)
 
-    def _cache(self, rows: int, length: int):
-        """A static cache for ``rows`` x ``length``, kept from call to call (emptied), so a
-        captured step reads the same addresses each time."""
+    def _buffers(self, rows: int, length: int, limit: int, device, mask_dtype):
+        """The static cache and the step's buffers for this shape, allocated once and reused
+        (emptied), so a captured step reads and writes the same addresses each call."""
         from transformers import StaticCache
 
-        if self._caches.get("key") != (rows, length):
-            self._caches.clear()
-            self._caches.update(key=(rows, length), cache=StaticCache(config=self.model.config, max_cache_len=length))
-        cache = self._caches["cache"]
+        key = (rows, length, limit, str(device), mask_dtype)
+        if self._kept.get("key") != key:
+            self._kept.clear()
+            self._compiled.clear()
+            self._kept.update(key=key, cache=StaticCache(config=self.model.config, max_cache_len=length),
+                              buffers=_Buffers(rows, length, limit, device, mask_dtype))
+        cache = self._kept["cache"]
         cache.reset()
-        return cache
+        return cache, self._kept["buffers"]
 
-    @staticmethod
-    def _keep(state, t: int, token, logp, out, drawn, ends, pad: int, prompt: int) -> None:
-        """Token ``t`` into the output (``pad`` for rows already finished) and the next
-        step's inputs: the token, its position, the mask over it."""
-        import torch
-
-        token = torch.where(state.done.unsqueeze(1), torch.full_like(token, pad), token)
-        out[:, t : t + 1] = token
-        drawn[:, t : t + 1] = logp
-        state.done |= torch.isin(token.squeeze(1), ends)
-        state.token = token
-        if t:
-            state.position = state.position + 1
-        state.mask[:, prompt + t] = 1
-
-    def _step(self, draw: Draw, rows: int, length: int):
-        """One decoding step (forward on the last token, filter, draw), compiled once per shape."""
-        def step(token, position, mask, cache, uniform):
-            logits = self.model(input_ids=token, attention_mask=mask, position_ids=position, cache=cache,
+    def _step(self, draw: Draw, cache, b: _Buffers):
+        """One decoding step: forward on the last token, filter, draw, keep; every tensor it
+        reads or writes is one of ``b``'s or the cache's. Compiled once per shape."""
+        def step():
+            logits = self.model(input_ids=b.token, attention_mask=b.mask, position_ids=b.position, cache=cache,
                                 use_cache=True).logits[:, -1]
-            return pick(logits, uniform, draw)
+            keep(b, *pick(logits, b.uniforms.index_select(0, b.t).squeeze(0), draw))
 
         if self.compile is None:
             return step
         import torch
 
-        key = (draw, rows, length)
+        key = (draw, id(cache), id(b))
         if key not in self._compiled:
             if self.compile in ("reduce-overhead", "default", "max-autotune"):
                 self._compiled[key] = torch.compile(step, mode=self.compile, fullgraph=False)
@@ -210,14 +184,74 @@ class DecodeLoop:
         return self._compiled[key]
 
 
-@dataclass
-class _State:
-    """What the next step reads: the last token, its position, the mask, the rows ended."""
+def keep(b: _Buffers, token, logp) -> None:
+    """Token ``b.t`` into the output (``pad`` for rows already ended) and the next step's
+    inputs: the token, its position, the mask over it; then ``t`` moves on. All in place on
+    device tensors: nothing waits for the device."""
+    import torch
 
-    token: Any
-    position: Any
-    mask: Any
-    done: Any
+    token = torch.where(b.done.unsqueeze(1), b.pad, token)
+    b.out.index_copy_(1, b.t, token)
+    b.drawn.index_copy_(1, b.t, logp)
+    b.done.logical_or_(torch.isin(token.squeeze(1), b.ends))
+    b.token.copy_(token)
+    b.position.add_(1)
+    b.mask.index_fill_(1, b.slot, 1)
+    b.t.add_(1)
+    b.slot.add_(1)
+
+
+class _Buffers:
+    """What a step reads and writes: the last token, its position, the mask, the rows ended,
+    the step's index ``t`` and cache slot, the output, the drawn log-probabilities, the
+    uniform numbers, the end tokens and the pad token."""
+
+    def __init__(self, rows: int, length: int, limit: int, device, mask_dtype):
+        import torch
+
+        self.rows, self.length, self.limit = rows, length, limit
+        self.token = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.position = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.mask = torch.zeros((rows, length), dtype=mask_dtype, device=device)
+        self.done = torch.zeros((rows,), dtype=torch.bool, device=device)
+        self.t = torch.zeros((1,), dtype=torch.long, device=device)
+        self.slot = torch.zeros((1,), dtype=torch.long, device=device)
+        self.out = torch.zeros((rows, limit), dtype=torch.long, device=device)
+        self.drawn = torch.zeros((rows, limit), dtype=torch.float32, device=device)
+        self.uniforms = torch.zeros((limit, rows), dtype=torch.float64 if torch.device(device).type == "cpu"
+                                    else torch.float32, device=device)
+        self.pad = torch.zeros((), dtype=torch.long, device=device)
+        self.ends = torch.zeros((0,), dtype=torch.long, device=device)
+        for tensor in vars(self).values():  # fixed addresses: a CUDA graph writes them in place
+            if isinstance(tensor, torch.Tensor):
+                torch._dynamo.mark_static_address(tensor)
+
+    def fill(self, input_ids, attention_mask, eos: list[int], pad: int, uniforms=None):
+        """Ready for a new batch: the prompt's mask, nothing drawn, no row ended, the uniform
+        numbers (``uniforms``, or fresh ones); returns the prompt's positions (left padding
+        counted out), the last of which ``keep`` moves on to the first new token's."""
+        import torch
+
+        prompt = input_ids.shape[1]
+        self.mask.zero_()
+        self.mask[:, :prompt] = attention_mask
+        positions = (attention_mask.long().cumsum(-1) - 1).clamp_(min=0)
+        self.position.copy_(positions[:, -1:])
+        self.done.zero_()
+        self.t.zero_()
+        self.slot.fill_(prompt)
+        self.out.fill_(pad)
+        self.drawn.zero_()
+        self.pad.fill_(pad)
+        if uniforms is None:
+            self.uniforms.uniform_()
+        else:
+            self.uniforms.copy_(uniforms)
+        ends = sorted(set(eos))
+        if self.ends.numel() != len(ends) or self.ends.tolist() != ends:
+            self.ends = torch.tensor(ends, dtype=torch.long, device=self.ends.device)
+            torch._dynamo.mark_static_address(self.ends)
+        return positions
 
 
 @contextlib.contextmanager
