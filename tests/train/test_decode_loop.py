@@ -13,7 +13,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grpo_core.trainer.decode_loop import DecodeLoop, replacing_generate, unsupported
+from grpo_core.trainer.decode_loop import (
+    DecodeLoop,
+    effective,
+    replacing_generate,
+    uncompilable,
+    unsupported,
+)
 from grpo_core.trainer.generation import load_policy, render
 
 
@@ -133,20 +139,55 @@ def test_compiled_step_samples_the_same_tokens(sharp):
     assert torch.equal(loop.generate(*args, **kw), eager)
 
 
-def test_settings_it_does_not_do_go_to_generate(sharp):
+def test_settings_it_does_not_do_go_to_generate_and_are_said_once(sharp):
     model, tok, enc = sharp
-    assert unsupported(config()) is None
-    assert unsupported(config(repetition_penalty=1.2)) == "repetition_penalty"
-    assert unsupported(config(num_beams=2, do_sample=False)) == "beam search"
-    calls = []
+    assert unsupported(effective(model, config())) is None
+    assert unsupported(config(repetition_penalty=1.2)) == "repetition_penalty 1.2"
+    assert unsupported(config(num_beams=2, do_sample=False)) == "num_beams 2"
+    assert unsupported(config(temperature=0.0)) == "temperature 0.0"
+    calls, said = [], []
     loop = DecodeLoop(model)
-    loop.generate = lambda *a, **k: calls.append("loop") or enc["input_ids"]
-    with replacing_generate(model, loop, eos=[tok.eos_token_id], pad=tok.pad_token_id):
+    loop.generate = lambda *a, **k: calls.append(k.get("eos")) or enc["input_ids"]
+    with replacing_generate(model, loop, eos=[tok.eos_token_id], pad=tok.pad_token_id, log=said.append):
         model.generate(**enc, generation_config=config(max_new_tokens=2))
-        assert calls == ["loop"]
-        out = model.generate(**enc, generation_config=config(max_new_tokens=2, repetition_penalty=1.2))
-    assert calls == ["loop"] and out.shape[1] == enc["input_ids"].shape[1] + 2  # generate's own
+        assert calls == [[tok.eos_token_id]]
+        for _ in range(2):
+            out = model.generate(**enc, generation_config=config(max_new_tokens=2, repetition_penalty=1.2))
+        # a setting the model's own generation config carries counts as generate counts it
+        model.generation_config.no_repeat_ngram_size = 3
+        try:
+            model.generate(**enc, generation_config=config(max_new_tokens=2))
+        finally:
+            model.generation_config.no_repeat_ngram_size = 0
+    assert len(calls) == 1 and out.shape[1] == enc["input_ids"].shape[1] + 2  # generate's own
+    assert said == ["note: model.decode_loop: grpo samples through generate here (repetition_penalty 1.2).",
+                    "note: model.decode_loop: grpo samples through generate here (no_repeat_ngram_size 3)."]
     assert "generate" not in vars(model)  # put back
+
+
+def test_what_generate_does_not_compile_the_loop_does_not_either(sharp):
+    model, _, _ = sharp
+    assert uncompilable(model) is None and DecodeLoop(model, compile="aot_eager").declines(config()) is None
+    model.config._attn_implementation_internal = "flash_attention_2"  # noqa: SLF001 - what from_pretrained sets
+    try:
+        assert uncompilable(model) == "attention flash_attention_2"
+        assert DecodeLoop(model, compile="aot_eager").declines(config()) == "attention flash_attention_2"
+        assert DecodeLoop(model).declines(config()) is None  # eager: no compiling, no reason
+    finally:
+        model.config._attn_implementation_internal = "sdpa"
+
+
+def test_a_token_filtered_out_is_never_drawn():
+    """A running sum that does not rise to the last bit (float32 on a GPU) could give a
+    removed entry an interval; the draw then falls back to the most likely token."""
+    from grpo_core.trainer.decode_loop import Draw, pick
+
+    logits = torch.tensor([[0.0, 5.0, 4.0, 0.0]])
+    draw = Draw(top_k=2)  # entries 0 and 3 removed
+    token, logp = pick(logits, torch.tensor([0.9999999]), draw)
+    assert token.item() == 2 and torch.isfinite(logp).all()
+    token, logp = pick(logits, torch.tensor([1.0]), draw)  # past the end: clamped to the last entry, removed
+    assert token.item() == 1 and torch.isfinite(logp).all()
 
 
 def test_the_trainers_sampler_samples_through_the_loop_from_the_bf16_copy(tiny_model):

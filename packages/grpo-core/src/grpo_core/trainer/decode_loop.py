@@ -38,27 +38,69 @@ class Draw:
 
     @classmethod
     def of(cls, config) -> Draw:
-        return cls(temperature=float(config.temperature or 1.0), top_k=int(config.top_k or 0),
+        return cls(temperature=float(1.0 if config.temperature is None else config.temperature),
+                   top_k=int(config.top_k or 0),
                    top_p=float(1.0 if config.top_p is None else config.top_p), min_p=float(config.min_p or 0.0),
                    greedy=not config.do_sample)
 
 
+# Settings whose processor or mode the loop does not have, each with its neutral value: any
+# other value sends sampling to generate (None, False and an empty list are neutral too)
+NEUTRAL = (("num_beams", 1), ("num_beam_groups", 1), ("num_return_sequences", 1), ("penalty_alpha", None),
+           ("repetition_penalty", 1.0), ("encoder_repetition_penalty", 1.0), ("no_repeat_ngram_size", 0),
+           ("encoder_no_repeat_ngram_size", 0), ("bad_words_ids", None), ("force_words_ids", None),
+           ("constraints", None), ("sequence_bias", None), ("suppress_tokens", None),
+           ("begin_suppress_tokens", None), ("forced_bos_token_id", None), ("forced_eos_token_id", None),
+           ("exponential_decay_length_penalty", None), ("min_length", 0), ("min_new_tokens", 0),
+           ("typical_p", 1.0), ("epsilon_cutoff", 0.0), ("eta_cutoff", 0.0), ("top_h", None),
+           ("guidance_scale", 1.0), ("watermarking_config", None), ("stop_strings", None), ("max_time", None),
+           ("dola_layers", None), ("diversity_penalty", 0.0), ("low_memory", None))
+
+
+def effective(model, config):
+    """``config`` as ``generate`` completes it: unset fields from the model's own generation
+    config (a model may ship min_p or no_repeat_ngram_size there), then transformers' defaults."""
+    import copy
+
+    config = copy.deepcopy(config)
+    own = getattr(model, "generation_config", None)
+    if own is not None:
+        config.update(**own.to_dict(), defaults_only=True, allow_custom_entries=True)
+        defaults = getattr(own, "_get_default_generation_params", None)
+        if defaults is not None:
+            config.update(**defaults(), defaults_only=True)
+    return config
+
+
 def unsupported(config) -> str | None:
-    """Why the loop cannot sample as ``config`` asks (None: it can)."""
-    checks = (
-        ((config.num_beams or 1) > 1, "beam search"),
-        ((config.repetition_penalty or 1.0) != 1.0, "repetition_penalty"),
-        (bool(getattr(config, "stop_strings", None)), "stop_strings"),
-        (bool(getattr(config, "bad_words_ids", None)), "bad_words_ids"),
-        (bool(getattr(config, "suppress_tokens", None)), "suppress_tokens"),
-        ((getattr(config, "no_repeat_ngram_size", 0) or 0) > 0, "no_repeat_ngram_size"),
-        ((getattr(config, "min_new_tokens", 0) or 0) > 0 or (getattr(config, "min_length", 0) or 0) > 0,
-         "min_new_tokens"),
-        ((getattr(config, "typical_p", 1.0) or 1.0) != 1.0, "typical_p"),
-        ((getattr(config, "epsilon_cutoff", 0.0) or 0.0) != 0.0, "epsilon_cutoff"),
-        ((getattr(config, "eta_cutoff", 0.0) or 0.0) != 0.0, "eta_cutoff"),
-    )
-    return next((name for bad, name in checks if bad), None)
+    """Why the loop cannot sample as ``config`` (as :func:`effective` completes it) asks; None: it can."""
+    for name, neutral in NEUTRAL:
+        value = getattr(config, name, None)
+        if value is not None and value is not False and value != [] and value != neutral:
+            return f"{name} {value!r}"
+    if config.do_sample and config.temperature is not None and config.temperature <= 0:
+        return f"temperature {config.temperature!r}"
+    if not config.max_new_tokens:
+        return "max_new_tokens unset"
+    return None
+
+
+def uncompilable(model) -> str | None:
+    """Why the loop's step should not be compiled for ``model`` (None: it can be): what
+    ``generate`` itself does not compile, and what would recompile at every token."""
+    config = getattr(model, "config", None)
+    attention = str(getattr(config, "_attn_implementation", None) or "")
+    quantizer = getattr(model, "hf_quantizer", None) or getattr(getattr(model, "base_model", None), "hf_quantizer",
+                                                                 None)
+    if attention.startswith("flash_attention"):
+        return f"attention {attention}"
+    if quantizer is not None and not getattr(quantizer, "is_compileable", False):
+        return "a quantization that does not compile"
+    layers = getattr(config, "layer_types", None) or []
+    if "sliding_attention" in layers or (getattr(config, "use_sliding_window", False)
+                                         and getattr(config, "sliding_window", None)):
+        return "sliding-window attention"
+    return None
 
 
 def filtered(logits, draw: Draw):
@@ -102,6 +144,9 @@ def pick(logits, uniform, draw: Draw):
         running = logprobs.exp().cumsum(dim=-1)
         point = uniform.to(running.dtype).unsqueeze(1) * running[:, -1:]
         token = torch.searchsorted(running, point, right=True).clamp_(max=logits.shape[-1] - 1)
+        # a float32 running sum need not rise to the last bit: a filtered-out entry (-inf) must
+        # never be drawn (its -inf log-probability would make TRL's correction NaN)
+        token = torch.where(logprobs.gather(1, token).isfinite(), token, logits.argmax(dim=-1, keepdim=True))
     return token, logprobs.gather(1, token)
 
 
@@ -117,6 +162,14 @@ class DecodeLoop:
         self.steps_run = 0  # decoding steps the last call ran (tests, benchmarks)
         self._compiled: dict = {}
         self._kept: dict = {}  # the static cache and the step's buffers, kept from call to call
+        self.said: set[str] = set()  # reasons for sampling through generate, said once each
+
+    def declines(self, config) -> str | None:
+        """Why this loop does not sample as ``config`` asks (None: it does)."""
+        why = unsupported(config)
+        if why is None and self.compile is not None:
+            why = uncompilable(self.model)
+        return why
 
     def generate(self, input_ids, attention_mask, config, *, eos: list[int], pad: int, uniforms=None,
                  logprobs_out: list | None = None):
@@ -178,9 +231,9 @@ class DecodeLoop:
         key = (draw, id(cache), id(b))
         if key not in self._compiled:
             if self.compile in ("reduce-overhead", "default", "max-autotune"):
-                self._compiled[key] = torch.compile(step, mode=self.compile, fullgraph=False)
+                self._compiled[key] = torch.compile(step, mode=self.compile, fullgraph=False, dynamic=False)
             else:
-                self._compiled[key] = torch.compile(step, backend=self.compile)
+                self._compiled[key] = torch.compile(step, backend=self.compile, dynamic=False)
         return self._compiled[key]
 
 
@@ -255,16 +308,25 @@ class _Buffers:
 
 
 @contextlib.contextmanager
-def replacing_generate(model, loop: DecodeLoop, *, eos: list[int], pad: int, record: list | None = None):
+def replacing_generate(model, loop: DecodeLoop, *, eos: list[int], pad: int, record: list | None = None, log=None):
     """Inside, ``model.generate(input_ids=..., attention_mask=..., generation_config=...)`` (TRL's
-    call) samples through ``loop`` when the config is one it does; otherwise ``generate``."""
+    call) samples through ``loop`` when it can sample as that config (completed as ``generate``
+    completes it) asks; otherwise through ``generate``, saying why once (``log``)."""
     original = model.generate
 
     def generate(input_ids=None, attention_mask=None, generation_config=None, **kwargs):
-        if kwargs or generation_config is None or unsupported(generation_config) is not None:
+        config = None if kwargs or generation_config is None else effective(model, generation_config)
+        why = "arguments besides the prompt and the config" if config is None else loop.declines(config)
+        if why is not None:
+            if log is not None and why not in loop.said:
+                loop.said.add(why)
+                log(f"note: model.decode_loop: grpo samples through generate here ({why}).")
             return original(input_ids=input_ids, attention_mask=attention_mask,
                             generation_config=generation_config, **kwargs)
-        return loop.generate(input_ids, attention_mask, generation_config, eos=eos, pad=pad, logprobs_out=record)
+        need = input_ids.shape[1] + int(config.max_new_tokens)
+        if generation_config.max_cache_len is not None and need > generation_config.max_cache_len:
+            generation_config.max_cache_len = config.max_cache_len = need  # kept for the calls after: one shape
+        return loop.generate(input_ids, attention_mask, config, eos=eos, pad=pad, logprobs_out=record)
 
     model.generate = generate
     try:

@@ -120,7 +120,7 @@ class FastSampling:
         """``generate()`` (TRL's sampling of ``prompt_ids`` on ``device``, "cuda", "cpu", ...:
         the completions' token ids and their log-probabilities or None), with each sampled
         token's log-probability filled in where :attr:`corrects`."""
-        if self.fast or self.loop is not None:
+        if self.fast:  # (an eager loop sizes its cache for this batch: attention over no more than it needs)
             self.size_cache(prompt_ids)
         record: list = []  # the loop's drawn log-probabilities (rows x tokens), when it sampled
         with self.context(device), self.looping(record), \
@@ -147,7 +147,7 @@ class FastSampling:
         if self.loop is None:
             return contextlib.nullcontext()
         eos, pad = self.ends
-        return replacing_generate(self.model, self.loop, eos=eos, pad=pad, record=record)
+        return replacing_generate(self.model, self.loop, eos=eos, pad=pad, record=record, log=self.log)
 
     def size_cache(self, prompt_ids) -> None:
         """One cache size for many steps: prompt lengths rounded up to a bucket, so
