@@ -255,3 +255,21 @@ def test_training_with_the_loop(train, tmp_path, monkeypatch):
     assert len(calls) >= 2  # every generation of the two steps went through the loop
     steps = [line for line in (tmp_path / "loop" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
     assert len(steps) == 2
+
+
+def test_when_the_loop_fails_sampling_goes_on_through_generate_with_one_warning(train, tmp_path, monkeypatch):
+    from grpo_core.trainer import decode_loop
+
+    calls = []
+
+    def broken(self, *a, **k):
+        calls.append(1)
+        raise RuntimeError("captured graph went away")
+
+    monkeypatch.setattr(decode_loop.DecodeLoop, "generate", broken)
+    result, lines = train("--max_steps", "2", "--model.decode_loop", "grpo", out=tmp_path / "broken")
+    warned = [line for line in lines if "failed (RuntimeError: captured graph went away)" in line]
+    assert len(warned) == 1 and "grpo's loop" in warned[0] and "model.decode_loop: transformers" in warned[0]
+    assert calls == [1]  # tried once, then every generation went through generate
+    steps = [line for line in (tmp_path / "broken" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line]
+    assert len(steps) == 2

@@ -46,10 +46,13 @@ def disable_fast_generation(generation_config) -> None:
     generation_config.max_cache_len = None
 
 
-def fast_failed_message(exc: BaseException) -> str:
-    return (f"warning: fast generation (static cache, compiled decoding, grpo's loop) failed ({type(exc).__name__}: "
+def fast_failed_message(exc: BaseException, *, loop: bool = False) -> str:
+    """The one warning when compiled decoding (or grpo's loop, ``loop``) fails and sampling goes on eagerly."""
+    what = "grpo's loop" if loop else "fast generation (static cache, compiled decoding)"
+    fix = "Set model.decode_loop: transformers" if loop else "Set model.fast_generation: false"
+    return (f"warning: {what} failed ({type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else 'no message'}); sampling eagerly from "
-            f"now on. Set model.fast_generation: false (and model.decode_loop: transformers) to skip it.")
+            f"now on. {fix} to skip it.")
 
 
 @dataclass(frozen=True)
@@ -123,17 +126,16 @@ class FastSampling:
         if self.fast:  # (an eager loop sizes its cache for this batch: attention over no more than it needs)
             self.size_cache(prompt_ids)
         record: list = []  # the loop's drawn log-probabilities (rows x tokens), when it sampled
-        with self.context(device), self.looping(record), \
-                sampled_logprobs() if self.corrects else contextlib.nullcontext() as drawn:
-            try:
-                sampled = generate()
-            except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
-                if not (self.fast or self.loop is not None):
-                    raise
-                self.log(fast_failed_message(exc))
-                self.fast, self.loop = False, None
-                disable_fast_generation(self.config)
-                sampled = generate()
+        try:
+            sampled, drawn = self._sampled(generate, device, record)
+        except Exception as exc:  # noqa: BLE001 - a model or torch where compiling fails samples eagerly
+            if not (self.fast or self.loop is not None):
+                raise
+            self.log(fast_failed_message(exc, loop=self.loop is not None))
+            self.fast, self.loop = False, None
+            disable_fast_generation(self.config)
+            record.clear()
+            sampled, drawn = self._sampled(generate, device, record)  # now through transformers' generate
         if drawn is None:
             return sampled
         completion_ids, logprobs = sampled
@@ -141,6 +143,12 @@ class FastSampling:
             lengths = [len(ids) for ids in completion_ids]
             logprobs = per_row(list(record[-1].unbind(1)), lengths) if record else drawn.rows(lengths)
         return completion_ids, logprobs
+
+    def _sampled(self, generate, device: str, record: list):
+        """``generate()`` inside this sampler's contexts: (what it returned, the drawn log-probabilities' recorder)."""
+        with self.context(device), self.looping(record), \
+                sampled_logprobs() if self.corrects else contextlib.nullcontext() as drawn:
+            return generate(), drawn
 
     def looping(self, record: list):
         """Inside, the model's ``generate`` samples through grpo's loop (when it is on)."""
