@@ -19,7 +19,8 @@ Arms:
 - ``frontier``: the quickstart with ``sampling.prompts: frontier`` in place of its dynamic
   sampling (prompts chosen before generating, not refilled after); ``quickstart+frontier``:
   both;
-- any of bench/learning.py's arms on top of the quickstart (``quickstart+zvp-0.1``, ...).
+- any of bench/learning.py's arms on top of the quickstart (``quickstart+zvp-0.1``, ...);
+- ``ARM@RATE``: that arm at another learning rate (``frontier@2.5e-4``, ``bare@5e-4``).
 
 Two phases, so the timed one can run alone and the scoring whenever:
 
@@ -74,20 +75,21 @@ def train_cell(arm: str, seed: int, opts, env: dict) -> dict:
     budget, cap = f"seconds:{opts.minutes * 60:g}", str(opts.max_steps)
     env = dict(env, TTA_EVERY=str(opts.every))
     load0 = os.getloadavg()[0]
-    if arm == "bare":
-        result = _run(_with_snaps(BARE), [budget, str(out), str(opts.config), str(seed), cap, str(opts.bare_lr),
-                                          "all"], env)
+    name, _, rate = arm.partition("@")
+    if name == "bare":
+        result = _run(_with_snaps(BARE), [budget, str(out), str(opts.config), str(seed), cap,
+                                          rate or str(opts.bare_lr), "all"], env)
     else:
-        parts = arm.split("+")
+        parts = name.split("+")
         flags = ["--seed", str(seed), "--heldout.enabled", "false", "--max_steps", cap,
-                 "--lr_scheduler_type", "constant_with_warmup"]
+                 "--lr_scheduler_type", "constant_with_warmup"] + (["--learning_rate", rate] if rate else [])
         if parts[0] == "bf16":
             flags += arm_flags("bf16", opts)[:2]  # (sampling.precision only: dynamic sampling as configured)
         elif parts[0] == "frontier":
             flags += arm_flags("frontier", opts)  # (its flags end with --sampling.dynamic false)
         elif parts[0] != "quickstart":
             raise SystemExit(f"unknown arm {arm!r}: bare, quickstart, bf16, frontier, or quickstart+ARM "
-                             f"(bench/learning.py's)")
+                             f"(bench/learning.py's), each optionally @RATE")
         for extra in parts[1:]:
             more = arm_flags(extra, opts)
             flags += more[:-2] if more[-2:] == ["--sampling.dynamic", "false"] else more  # (as configured)
@@ -103,11 +105,23 @@ def kept(out: Path) -> list[dict]:
     return sorted((json.loads(p.read_text()) for p in out.glob("snap-*/when.json")), key=lambda s: s["step"])
 
 
+def chosen(snaps: list[dict], every: int, at: list[float]) -> set[int]:
+    """The steps to score when scoring every adapter would not fit: every ``every``-th kept one
+    (by step), the last kept by each of the ``at`` minutes (the table reads those), and the last."""
+    if not snaps:
+        return set()
+    steps = {s["step"] for i, s in enumerate(snaps) if (i + 1) % every == 0} | {snaps[-1]["step"]}
+    for minutes in at:
+        by_then = [s["step"] for s in snaps if s["seconds"] <= minutes * 60]
+        steps |= set(by_then[-1:])
+    return steps
+
+
 def score_cell(row: dict, opts, env: dict, base: float | None) -> dict:
-    """Each kept adapter's held-out accuracy (the base model's too, once: at 0 s)."""
-    scored = []
+    """Each chosen adapter's held-out accuracy (the base model's too, once: at 0 s)."""
+    scored, wanted = [], chosen(row["snaps"], opts.score_every, opts.at)
     for snap in row["snaps"]:
-        if "accuracy" in snap and snap.get("prompts") == opts.limit:
+        if ("accuracy" in snap and snap.get("prompts") == opts.limit) or snap["step"] not in wanted:
             scored.append(snap)
             continue
         folder = Path(row["folder"]) / f"snap-{snap['step']:04d}"
@@ -184,6 +198,9 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.5)
     parser.add_argument("--at", type=float, nargs="+", default=[2, 3, 4.5], help="minutes to read accuracy at")
     parser.add_argument("--keep", type=Path, default=ROOT / "bench" / "results" / "tta-runs")
+    parser.add_argument("--score-every", type=int, default=1,
+                        help="score every Nth kept adapter (and those the table reads, and the last): "
+                             "seconds to the target are then read at that grain")
     parser.add_argument("--max-rounds", type=int, default=3)
     parser.add_argument("--metric", default="math.correctness")
     opts = parser.parse_args()

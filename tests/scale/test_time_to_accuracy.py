@@ -52,3 +52,32 @@ def test_the_table_shows_a_run_that_never_reached_the_target():
     # never reached: "-"; at 2 min (120 s) the step-2 adapter (110 s) is the last kept, at 4.5 min the step-8 one
     assert lines[3].split() == ["bare", "0", "-", "0.170", "0.340", "9", "300", "1.8-3.0"]
     assert lines[-1] == "bare                   reached 0.5 in 0/1 seeds; @2m 0.170 ± nan; @4.5m 0.340 ± nan"
+
+
+def test_scoring_every_other_adapter_keeps_the_ones_the_table_reads():
+    b = bench()
+    snaps = [{"step": step, "seconds": seconds} for step, seconds in
+             [(2, 50.0), (4, 100.0), (6, 130.0), (8, 170.0), (10, 200.0), (12, 240.0), (14, 290.0)]]
+    # every 2nd kept: steps 4, 8, 12; the last kept by 2 min (120 s): step 4; by 3 min (180 s): step 8;
+    # by 4.5 min (270 s): step 12; and the last, step 14
+    assert b.chosen(snaps, 2, [2, 3, 4.5]) == {4, 8, 12, 14}
+    # every 3rd: 6, 12; by 2 min: 4 (not a 3rd one, read by the table all the same); by 3 min: 8; the last: 14
+    assert b.chosen(snaps, 3, [2, 3]) == {4, 6, 8, 12, 14}
+    assert b.chosen(snaps, 1, []) == {2, 4, 6, 8, 10, 12, 14}
+    assert b.chosen([], 2, [2]) == set()
+
+
+def test_an_arm_at_another_rate_trains_at_that_rate(tmp_path):
+    b = bench()
+    calls = []
+    b._run = lambda script, args, env: calls.append(args) or {"tokens": 0, "steps": [], "wall": 0.0}
+    opts = type("Opts", (), {"keep": tmp_path, "minutes": 1, "max_steps": 100, "every": 2, "bare_lr": 2.5e-4,
+                             "config": tmp_path / "q.yaml", "metric": "math.correctness", "max_rounds": 3})()
+    b.train_cell("frontier@1e-4", 0, opts, {})
+    b.train_cell("frontier", 0, opts, {})
+    b.train_cell("bare@5e-4", 0, opts, {})
+    b.train_cell("bare", 0, opts, {})
+    rate = calls[0].index("--learning_rate")
+    assert calls[0][rate + 1] == "1e-4" and "frontier" in calls[0][calls[0].index("--sampling.prompts") + 1]
+    assert "--learning_rate" not in calls[1]  # the config's own rate
+    assert calls[2][5] == "5e-4" and calls[3][5] == "0.00025"  # bare's rate argument: the arm's, else --bare-lr
