@@ -41,7 +41,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from learning import BARE, DRIVER, GRPO, ROOT, _eval, _run, arm_flags, mean_se
+from learning import BARE, DRIVER, GRPO, ROOT, _eval, _number, _run, arm_flags, mean_se
 
 # kept adapters: every EVERY steps, with the seconds of training so far (saves not counted)
 SNAP = r'''
@@ -76,6 +76,8 @@ def train_cell(arm: str, seed: int, opts, env: dict) -> dict:
     env = dict(env, TTA_EVERY=str(opts.every))
     load0 = os.getloadavg()[0]
     name, _, rate = arm.partition("@")
+    if rate and not _number(rate):
+        raise SystemExit(f"arm {arm!r}: the rate after '@' must be a number (for example {name}@2.5e-4)")
     if name == "bare":
         result = _run(_with_snaps(BARE), [budget, str(out), str(opts.config), str(seed), cap,
                                           rate or str(opts.bare_lr), "all"], env)

@@ -65,6 +65,36 @@ def test_scoring_every_other_adapter_keeps_the_ones_the_table_reads():
     assert b.chosen(snaps, 3, [2, 3]) == {4, 6, 8, 12, 14}
     assert b.chosen(snaps, 1, []) == {2, 4, 6, 8, 10, 12, 14}
     assert b.chosen([], 2, [2]) == set()
+    # an adapter kept at exactly 3 min counts as kept by then, as accuracy_at reads it
+    assert b.chosen([{"step": 2, "seconds": 150.0}, {"step": 4, "seconds": 180.0}, {"step": 6, "seconds": 200.0}],
+                    5, [3]) == {4, 6}
+
+
+def test_scoring_evaluates_only_the_chosen_adapters_and_keeps_the_others_unscored(monkeypatch):
+    b = bench()
+    evaluated = []
+    monkeypatch.setattr(b, "_eval", lambda config, folder, flags, env, limit, with_base:
+                        evaluated.append(folder.name) or {"trained": 0.25, "base": 0.19 if with_base else None})
+    opts = type("Opts", (), {"score_every": 2, "at": [2], "limit": 64, "config": "q.yaml"})()
+    row = {"arm": "bare", "seed": 0, "folder": "/runs/bare-0",
+           "snaps": [{"step": 2, "seconds": 50.0}, {"step": 4, "seconds": 100.0}, {"step": 6, "seconds": 130.0},
+                     {"step": 8, "seconds": 170.0, "accuracy": 0.5, "prompts": 64}, {"step": 10, "seconds": 200.0}]}
+    out = b.score_cell(row, opts, {}, None)
+    # chosen: every 2nd (4, 8), the last by 2 min (4), the last (10); step 8 was scored before on 64 prompts
+    assert evaluated == ["snap-0004", "snap-0010"]
+    assert [s.get("accuracy") for s in out["snaps"]] == [None, 0.25, None, 0.5, 0.25]
+    assert out["base"] == 0.19  # measured once, with the first adapter scored
+
+
+def test_a_rate_that_is_not_a_number_is_refused_naming_it(tmp_path):
+    b = bench()
+    opts = type("Opts", (), {"keep": tmp_path, "minutes": 1, "max_steps": 100, "every": 2})()
+    try:
+        b.train_cell("frontier@fast", 0, opts, {})
+    except SystemExit as exc:
+        assert "'frontier@fast'" in str(exc) and "frontier@2.5e-4" in str(exc)
+    else:
+        raise AssertionError("a rate of 'fast' was taken")
 
 
 def test_an_arm_at_another_rate_trains_at_that_rate(tmp_path):
