@@ -15,7 +15,13 @@ from grpo_core.config.precision import sampling_precision
 from grpo_core.run.prepare import cpu_bf16
 from grpo_core.trainer.decoding import FastSampling, Sampling, enable_fast_generation
 from grpo_core.trainer.generation import load_policy
-from grpo_core.trainer.sampling_copy import per_row, sampled_logprobs
+from grpo_core.trainer.sampling_copy import (
+    attention_in_float32,
+    contiguous_head,
+    float32_attention,
+    per_row,
+    sampled_logprobs,
+)
 
 
 def _lora(tiny_model):
@@ -55,13 +61,14 @@ def test_inside_the_copy_the_model_is_the_merged_model_in_bf16_and_outside_it_is
     ids = torch.randint(3, 100, (3, 7))
     before = {n: (p.data_ptr(), p.detach().clone()) for n, p in model.named_parameters()}
     # the reference: the adapters merged in float32, then every weight rounded to bf16 (buffers,
-    # such as the rotary frequencies, stay float32 as transformers computes them)
+    # such as the rotary frequencies, stay float32 as transformers computes them), its
+    # attention's products and softmax in float32 as torch's math kernel computes them
     import copy
 
     reference = copy.deepcopy(model).merge_and_unload()
     for p in reference.parameters():
         p.data = p.data.to(torch.bfloat16)
-    with torch.no_grad():
+    with torch.no_grad(), float32_attention():
         expected = reference(ids).logits
     sampler = _sampler(model, "bfloat16")
     for _ in range(2):  # refilled each time
@@ -73,6 +80,87 @@ def test_inside_the_copy_the_model_is_the_merged_model_in_bf16_and_outside_it_is
         assert torch.equal(inside, expected)
     for n, p in model.named_parameters():
         assert p.data_ptr() == before[n][0] and torch.equal(p, before[n][1]), n
+
+
+def _qkv(rows=3, heads=4, groups=2, queries=5, keys=5, dim=8):
+    torch.manual_seed(0)
+    return (torch.randn(rows, heads, queries, dim).bfloat16(), torch.randn(rows, groups, keys, dim).bfloat16(),
+            torch.randn(rows, groups, keys, dim).bfloat16())
+
+
+@pytest.mark.parametrize("mask", ["bool", "additive", "causal", "none"])
+def test_bf16_attention_is_torchs_math_kernel_on_the_inputs_in_float32(mask):
+    """What the bf16 copy's attention computes: torch's own math kernel over the same
+    bfloat16 inputs taken to float32 (the key and value heads shared by groups of query heads,
+    as transformers passes them with enable_gqa), rounded to bfloat16 once at the end."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = _qkv()
+    keep = torch.ones(3, 1, 5, 5, dtype=torch.bool).tril()
+    keep[0, :, :, 0] = False  # row 0 does not see its first key (left padding)
+    kwargs = {"bool": {"attn_mask": keep}, "additive": {"attn_mask": torch.zeros(3, 1, 5, 5).masked_fill(~keep, -1e4)},
+              "causal": {"is_causal": True}, "none": {}}[mask]
+    with sdpa_kernel([SDPBackend.MATH]):
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q.float(), k.float().repeat_interleave(2, 1), v.float().repeat_interleave(2, 1), **kwargs)
+    got = attention_in_float32(q, k, v, enable_gqa=True, **kwargs)
+    assert got.dtype == torch.bfloat16 and got.shape == (3, 4, 5, 8)
+    torch.testing.assert_close(got.float(), want, atol=8e-3, rtol=8e-3)  # bf16's rounding of the result
+    # the mask is honoured: row 0's first value moves row 0's last query only where that key is seen
+    v2 = v.clone()
+    v2[0, :, 0] += 10
+    moved = attention_in_float32(q, k, v2, enable_gqa=True, **kwargs)
+    assert bool((moved[0, :, -1] != got[0, :, -1]).all()) == (mask in ("causal", "none"))
+    assert torch.equal(moved[1:], got[1:])
+
+
+def test_bf16_attention_gives_a_query_that_sees_no_key_zeros_and_does_not_follow_the_thread_count():
+    q, k, v = _qkv()
+    keep = torch.ones(3, 1, 5, 5, dtype=torch.bool)
+    keep[1, :, 2] = False  # row 1's third query (a padded position) sees nothing
+    got = attention_in_float32(q, k, v, attn_mask=keep, enable_gqa=True)
+    assert torch.equal(got[1, :, 2], torch.zeros(4, 8, dtype=torch.bfloat16))  # not NaN, which would spread
+    assert not got.isnan().any()
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = attention_in_float32(q, k, v, attn_mask=keep, enable_gqa=True)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, got)
+
+
+def test_only_bf16_attention_on_a_cpu_is_rerouted():
+    """Inside, bf16 attention is :func:`attention_in_float32`'s and float32 attention torch's
+    own, to the bit (``sampling.precision: float32`` samples as before); after, torch's own."""
+    q, k, v = _qkv()
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    with float32_attention():
+        assert torch.nn.functional.scaled_dot_product_attention is not sdpa
+        bf16 = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        f32 = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=True)
+    assert torch.nn.functional.scaled_dot_product_attention is sdpa
+    assert torch.equal(bf16, attention_in_float32(q, k, v, enable_gqa=True))
+    assert torch.equal(f32, sdpa(q.float(), k.float(), v.float(), enable_gqa=True))
+
+
+def test_the_head_reads_a_strided_slice_as_a_contiguous_one(monkeypatch):
+    """The first decoding step projects the prompt's last position (a strided slice): inside,
+    the head's product reads it laid out contiguously (a strided bf16 input costs a copy of
+    the head per row), with the same numbers, and after it is the plain Linear again."""
+    linear, seen = torch.nn.functional.linear, []
+    monkeypatch.setattr(torch.nn.functional, "linear", lambda x, *a: seen.append(x.is_contiguous()) or linear(x, *a))
+    head = torch.nn.Linear(8, 50, bias=False).bfloat16()
+    model = torch.nn.Module()
+    model.get_output_embeddings = lambda: head
+    hidden = torch.randn(4, 6, 8).bfloat16()
+    last = hidden[:, -1:, :]
+    assert not last.is_contiguous()
+    with contiguous_head(model):
+        assert "forward" in vars(head)
+        got = head(last)
+    assert "forward" not in vars(head) and seen == [True]
+    assert torch.equal(got, linear(last.contiguous(), head.weight))
 
 
 def test_sampled_log_probabilities_are_the_bf16_models_own_on_the_tokens_it_drew(tiny_model):
