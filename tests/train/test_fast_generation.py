@@ -102,3 +102,38 @@ def test_cudnn_attention_is_turned_off_for_training_on_cuda_unless_asked_for(toy
         assert torch.backends.cuda.cudnn_sdp_enabled() is (not off)
     finally:
         torch.backends.cuda.enable_cudnn_sdp(before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_invalid_values_are_replaced_in_one_pass_to_the_same_numbers(dtype):
+    """The trainer's sampling sets ``remove_invalid_values``; on a CPU its processor runs as
+    one ``nan_to_num`` pass: NaN to 0, infinities to the dtype's extremes, everything else as
+    it was, exactly what transformers' six passes give; outside, transformers' own again."""
+    from transformers.generation.logits_process import InfNanRemoveLogitsProcessor
+
+    from grpo_core.trainer.decoding import invalid_values_in_one_pass
+
+    scores = torch.tensor([[1.5, float("nan"), float("inf"), -float("inf"), -3.25, 0.0]]).to(dtype)
+    processor, ids = InfNanRemoveLogitsProcessor(), torch.zeros(1, 1, dtype=torch.long)
+    original = InfNanRemoveLogitsProcessor.__call__
+    want = processor(ids, scores)
+    with invalid_values_in_one_pass():
+        assert InfNanRemoveLogitsProcessor.__call__ is not original
+        got = processor(ids, scores)
+    assert InfNanRemoveLogitsProcessor.__call__ is original
+    info = torch.finfo(dtype)
+    assert got.tolist() == want.tolist() == [[1.5, 0.0, info.max, info.min, -3.25, 0.0]]
+    assert got.dtype == dtype
+
+
+def test_the_trainers_cpu_sampling_replaces_invalid_values_in_one_pass():
+    from transformers import GenerationConfig
+    from transformers.generation.logits_process import InfNanRemoveLogitsProcessor
+
+    from grpo_core.trainer.decoding import FastSampling, Sampling, replace_invalid
+
+    sampler = FastSampling(Sampling(), GenerationConfig(do_sample=True), 4)
+    with sampler.context("cpu"):
+        assert InfNanRemoveLogitsProcessor.__call__ is replace_invalid
+    with sampler.context("cuda"):  # (no CUDA needed: nothing here touches a device)
+        assert InfNanRemoveLogitsProcessor.__call__ is not replace_invalid

@@ -169,6 +169,7 @@ class FastSampling:
         stack = contextlib.ExitStack()
         if device == "cpu":
             stack.enter_context(cumulative_draws())
+            stack.enter_context(invalid_values_in_one_pass())
             stack.enter_context(thread_independent_attention(device, self.settings.reproducible))
             if self.settings.threads:
                 stack.enter_context(torch_threads(self.cpu_threads()))
@@ -258,6 +259,30 @@ def head_in(model, dtype: str):
         yield
     finally:
         del head.forward
+
+
+def replace_invalid(self, input_ids, scores):
+    """transformers' ``InfNanRemoveLogitsProcessor`` (NaN to 0, infinities to the dtype's
+    largest and smallest numbers) in one pass over the scores, not six: the same numbers."""
+    import torch
+
+    info = torch.finfo(scores.dtype)
+    return torch.nan_to_num(scores, nan=0.0, posinf=info.max, neginf=info.min)
+
+
+@contextlib.contextmanager
+def invalid_values_in_one_pass():
+    """Inside, ``remove_invalid_values`` (which the trainer's sampling sets) costs one pass
+    over each step's rows x vocabulary scores: on 2 CPU cores its six passes took ~30 ms of a
+    ~165 ms decoding step of 32 rows of SmolLM2-135M (each pass reads 6 MB)."""
+    from transformers.generation.logits_process import InfNanRemoveLogitsProcessor
+
+    original = InfNanRemoveLogitsProcessor.__call__
+    InfNanRemoveLogitsProcessor.__call__ = replace_invalid
+    try:
+        yield
+    finally:
+        InfNanRemoveLogitsProcessor.__call__ = original
 
 
 @contextlib.contextmanager
