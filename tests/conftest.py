@@ -18,6 +18,17 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def float32_sampling_by_default(monkeypatch):
+    """``sampling.precision: auto`` samples as the model is in every test, whatever this CPU's
+    flags: on a CPU with bfloat16 instructions auto samples in bf16, and TRL's correction then
+    moves each loss by the sampler's mismatch (a hand-worked 0.2 came out 0.20012), so a figure
+    would hold on one machine and not on another. Tests of bf16 sampling ask for it by name."""
+    import grpo_core.run.prepare as prepare
+
+    monkeypatch.setattr(prepare, "cpu_bf16", lambda *args, **kwargs: False)
+
+
 @pytest.fixture
 def plugin_manager():
     """A clean plugin manager (default plugins only), reset again afterwards."""
