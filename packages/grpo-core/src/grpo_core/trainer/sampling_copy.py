@@ -6,11 +6,13 @@ ones converted once, the adapted ones of a LoRA model merged into a buffer of th
 before each generation (:class:`~grpo_core.trainer.merged_lora.MergedLora`), trainable
 ones (a full fine-tune, or adapters that cannot merge) converted before each generation.
 Inside :meth:`SamplingCopy.swapped` each parameter reads its copy, so the whole decoding
-runs in that dtype: the embedding's output, every product, the attention, the KV cache
-and the logits (transformers casts the last to float32 before sampling). Not float32
-activations under autocast: on a 2-core AVX-512 CPU a bfloat16 ``generate`` of
-SmolLM2-135M took 0.55-0.61 of float32's time where autocast over float32 weights gained
-little (issue 56). Outside, the model is exactly as it was: the optimizer's float32
+runs in that dtype: the embedding's output, every product, the KV cache and the logits
+(transformers casts the last to float32 before sampling); on a CPU the attention's own
+products and softmax run in float32 (:func:`float32_attention`: torch's math kernel's
+arithmetic, without its slow conversions) and the output head reads a contiguous input
+(:func:`contiguous_head`). Not float32 activations under autocast: on a 2-core AVX-512 CPU
+a bfloat16 ``generate`` of SmolLM2-135M took 0.55-0.61 of float32's time where autocast over
+float32 weights gained little (issue 56). Outside, the model is exactly as it was: the optimizer's float32
 weights are never rounded.
 
 :func:`sampled_logprobs` records, while the model samples, the log-probability of each
@@ -85,9 +87,9 @@ def attention_in_float32(query, key, value, attn_mask=None, dropout_p=0.0, is_ca
                          enable_gqa=False):
     """``scaled_dot_product_attention`` of bfloat16 (or float16) tensors computed in float32
     by two products and a softmax, the result in the inputs' dtype: what torch's math kernel
-    computes, without its slow conversions (on a 2-core AVX-512 BF16 CPU it took 1.1 ms a
-    decoding step's layer at 32 rows where this takes 0.3 ms, more than float32 decoding's
-    whole attention), and like it a result that does not follow the thread count. A row
+    computes, without its slow conversions (on a 2-core AVX-512 BF16 CPU the kernel took 1.1
+    ms a layer at each decoding step of 32 rows, this 0.3 ms), and like it a result that does
+    not follow the thread count. A row
     every key is masked from (left padding in a prompt) gets zeros, as torch's own kernels
     give it, not NaN."""
     import torch
