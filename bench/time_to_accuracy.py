@@ -174,7 +174,33 @@ def table(rows: list[dict], opts) -> str:
                 m, se = mean_se(accs)
                 text += f"; @{minutes:g}m {m:.3f} ± {se:.3f}"
         lines.append(text)
+    base = by_arm.get(opts.baseline) if getattr(opts, "baseline", None) else None
+    if base:
+        lines += [""] + [against(arm, rs, base, opts) for arm, rs in by_arm.items() if arm != opts.baseline]
     return "\n".join(lines)
+
+
+def against(arm: str, rows: list[dict], base: list[dict], opts) -> str:
+    """``arm`` against the baseline arm, paired by seed: the difference in accuracy at each fixed
+    time, and how many times sooner it reached the target (the baseline's seconds over the arm's,
+    over the seeds where both reached it)."""
+    theirs = {r["seed"]: r for r in base}
+    pairs = [(r, theirs[r["seed"]]) for r in rows if r["seed"] in theirs]
+    text = f"{arm} - {opts.baseline}, paired over {len(pairs)} seeds:"
+    for minutes in opts.at:
+        diffs = [a - b for r, o in pairs
+                 if (a := accuracy_at(r, minutes)) is not None and (b := accuracy_at(o, minutes)) is not None]
+        if diffs:
+            m, se = mean_se(diffs)
+            text += f" @{minutes:g}m {m:+.3f} ± {se:.3f};"
+    both = [(reached(r, opts.target), reached(o, opts.target)) for r, o in pairs]
+    ratios = [b / a for a, b in both if a is not None and b is not None and a > 0]
+    if ratios:
+        m, se = mean_se(ratios)
+        text += f" {opts.baseline}'s seconds to {opts.target} / {arm}'s {m:.2f} ± {se:.2f} ({len(ratios)} seeds)"
+    else:
+        text += f" no seed where both reached {opts.target}"
+    return text
 
 
 def read(path: Path) -> list[dict]:
@@ -198,6 +224,7 @@ def main() -> None:
     parser.add_argument("--bare-lr", type=float, default=2.5e-4, help="bare TRL's rate (its best in bench/learning.py)")
     parser.add_argument("--limit", type=int, default=64, help="held-out prompts per score")
     parser.add_argument("--target", type=float, default=0.5)
+    parser.add_argument("--baseline", default="bare", help="the arm the others are paired against by seed")
     parser.add_argument("--at", type=float, nargs="+", default=[2, 3, 4.5], help="minutes to read accuracy at")
     parser.add_argument("--keep", type=Path, default=ROOT / "bench" / "results" / "tta-runs")
     parser.add_argument("--score-every", type=int, default=1,

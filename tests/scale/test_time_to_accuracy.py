@@ -111,3 +111,24 @@ def test_an_arm_at_another_rate_trains_at_that_rate(tmp_path):
     assert calls[0][rate + 1] == "1e-4" and "frontier" in calls[0][calls[0].index("--sampling.prompts") + 1]
     assert "--learning_rate" not in calls[1]  # the config's own rate
     assert calls[2][5] == "5e-4" and calls[3][5] == "0.00025"  # bare's rate argument: the arm's, else --bare-lr
+
+
+def test_an_arm_against_the_baseline_paired_by_seed_by_hand():
+    b = bench()
+    opts = type("Opts", (), {"target": 0.5, "limit": 64, "at": [2], "baseline": "bare"})()
+
+    def row(arm, seed, snaps):
+        return {"arm": arm, "seed": seed, "steps": 4, "tokens": 100, "load_start": 1.9, "load_end": 1.9,
+                "base": 0.19, "snaps": [{"step": 2 * (i + 1), "seconds": s, "accuracy": a}
+                                        for i, (s, a) in enumerate(snaps)]}
+
+    rows = [row("bare", 0, [(100.0, 0.3), (200.0, 0.5)]), row("bare", 1, [(110.0, 0.4), (240.0, 0.45)]),
+            row("fast", 0, [(50.0, 0.5), (100.0, 0.6)]), row("fast", 1, [(80.0, 0.2), (160.0, 0.6)]),
+            row("fast", 2, [(90.0, 0.7)])]  # seed 2: no bare run to pair with
+    last = b.table(rows, opts).splitlines()[-1]
+    # @2m (120 s): fast 0.6 and 0.2 against bare 0.3 and 0.4: differences +0.3 and -0.2, mean +0.05,
+    # se = stdev(0.3, -0.2) / sqrt 2 = 0.35355 / 1.41421 = 0.25; seconds to 0.5: seed 0 only (bare
+    # never reached it on seed 1): 200 / 50 = 4.00, one seed (no se)
+    assert last == "fast - bare, paired over 2 seeds: @2m +0.050 ± 0.250; bare's seconds to 0.5 / fast's 4.00 ± nan (1 seeds)"
+    opts.baseline = "none here"
+    assert "paired" not in b.table(rows, opts)
