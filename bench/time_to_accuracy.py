@@ -200,7 +200,8 @@ def against(arm: str, rows: list[dict], base: list[dict], opts) -> str:
         text += f" {opts.baseline}'s seconds to {opts.target} / {arm}'s {m:.2f} ± {se:.2f} ({len(ratios)} seeds)"
     else:
         text += f" no seed where both reached {opts.target}"
-    return text
+    only = sum(a is not None and b is None for a, b in both), sum(a is None and b is not None for a, b in both)
+    return text + f"; reached it alone: {arm} on {only[0]} seeds, {opts.baseline} on {only[1]}"
 
 
 def read(path: Path) -> list[dict]:
