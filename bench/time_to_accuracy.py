@@ -174,7 +174,7 @@ def table(rows: list[dict], opts) -> str:
                 m, se = mean_se(accs)
                 text += f"; @{minutes:g}m {m:.3f} ± {se:.3f}"
         lines.append(text)
-    base = by_arm.get(opts.baseline) if getattr(opts, "baseline", None) else None
+    base = by_arm.get(opts.baseline)
     if base:
         lines += [""] + [against(arm, rs, base, opts) for arm, rs in by_arm.items() if arm != opts.baseline]
     return "\n".join(lines)

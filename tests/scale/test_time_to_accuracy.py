@@ -45,7 +45,7 @@ def test_seconds_to_target_and_accuracy_at_a_time_by_hand():
 
 def test_the_table_shows_a_run_that_never_reached_the_target():
     b = bench()
-    opts = type("Opts", (), {"target": 0.5, "limit": 64, "at": [2, 4.5]})()
+    opts = type("Opts", (), {"target": 0.5, "limit": 64, "at": [2, 4.5], "baseline": "bare"})()
     row = {"arm": "bare", "seed": 0, "steps": 9, "tokens": 300, "load_start": 1.8, "load_end": 3.0, "base": 0.19,
            "snaps": [{"step": 2, "seconds": 110.0, "accuracy": 0.17}, {"step": 8, "seconds": 257.0, "accuracy": 0.34}]}
     lines = b.table([row], opts).splitlines()
