@@ -140,80 +140,82 @@ class FakeJudge:
         self.server.shutdown()
         self.server.server_close()
 
-    def _handler(self):
-        judge = self
+    def _handler(self) -> type[_Handler]:
+        return type("Handler", (_Handler,), {"judge": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args) -> None:
-                pass
+class _Handler(BaseHTTPRequestHandler):
+    """One request to a :class:`FakeJudge` (``judge``: set on the subclass each server makes)."""
 
-            def do_GET(self) -> None:  # noqa: N802
-                self._send(200, {"object": "list", "data": [{"id": "fake-judge", "object": "model"}]})
+    protocol_version = "HTTP/1.1"
+    judge: FakeJudge
 
-            def do_POST(self) -> None:  # noqa: N802
-                size = int(self.headers.get("Content-Length") or 0)
-                if size > MAX_REQUEST:
-                    self._send(413, {"error": "too large"}, close=True)
-                    return
-                raw = self.rfile.read(size)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    self._send(400, {"error": {"message": "not JSON"}})
-                    return
-                with judge.lock:
-                    judge.requests += 1
-                    judge.in_flight += 1
-                    judge.max_in_flight = max(judge.max_in_flight, judge.in_flight)
-                    judge.authorization.append(self.headers.get("Authorization"))
-                try:
-                    answer = judge.reply(Request(body, self.headers.get("Authorization")))
-                    answer = Answer(content=answer) if isinstance(answer, str) else answer
-                    if answer.delay and judge.closing.wait(answer.delay):
-                        return
-                    self._answer(body, answer)
-                finally:
-                    with judge.lock:
-                        judge.in_flight -= 1
+    def log_message(self, *args) -> None:
+        pass
 
-            def _answer(self, body: dict, answer: Answer) -> None:
-                if answer.status != 200:
-                    self._send(answer.status, {"error": {"message": f"fake judge: {answer.status}"}}, answer.headers)
-                    return
-                user = Request(body, None).user
-                choice: dict = {"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": answer.content}}
-                if answer.logprobs is not None and body.get("logprobs"):
-                    top = [{"token": t, "logprob": lp} for t, lp in answer.logprobs]
-                    choice["logprobs"] = {"content": [{"token": top[0]["token"] if top else "",
-                                                       "logprob": top[0]["logprob"] if top else 0.0,
-                                                       "top_logprobs": top}]}
-                usage = {"prompt_tokens": len(user) // 4 + 1, "completion_tokens": len(answer.content or "") // 4 + 1}
-                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-                self._send(200, {"id": "fake", "object": "chat.completion", "model": body.get("model") or "fake-judge",
-                                 "choices": [choice], "usage": usage}, answer.headers)
+    def do_GET(self) -> None:  # noqa: N802
+        self._send(200, {"object": "list", "data": [{"id": "fake-judge", "object": "model"}]})
 
-            def _send(self, status: int, doc: dict, headers: dict | None = None, close: bool = False) -> None:
-                data = json.dumps(doc).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, str(v))
-                    if close:
-                        self.send_header("Connection", "close")
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass
+    def do_POST(self) -> None:  # noqa: N802
+        size = int(self.headers.get("Content-Length") or 0)
+        if size > MAX_REQUEST:
+            self._send(413, {"error": "too large"}, close=True)
+            return
+        raw = self.rfile.read(size)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send(400, {"error": {"message": "not JSON"}})
+            return
+        with self.judge.lock:
+            self.judge.requests += 1
+            self.judge.in_flight += 1
+            self.judge.max_in_flight = max(self.judge.max_in_flight, self.judge.in_flight)
+            self.judge.authorization.append(self.headers.get("Authorization"))
+        try:
+            answer = self.judge.reply(Request(body, self.headers.get("Authorization")))
+            answer = Answer(content=answer) if isinstance(answer, str) else answer
+            if answer.delay and self.judge.closing.wait(answer.delay):
+                return
+            self._answer(body, answer)
+        finally:
+            with self.judge.lock:
+                self.judge.in_flight -= 1
 
-        return Handler
+    def _answer(self, body: dict, answer: Answer) -> None:
+        if answer.status != 200:
+            self._send(answer.status, {"error": {"message": f"fake judge: {answer.status}"}}, answer.headers)
+            return
+        user = Request(body, None).user
+        choice: dict = {"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": answer.content}}
+        if answer.logprobs is not None and body.get("logprobs"):
+            top = [{"token": t, "logprob": lp} for t, lp in answer.logprobs]
+            choice["logprobs"] = {"content": [{"token": top[0]["token"] if top else "",
+                                               "logprob": top[0]["logprob"] if top else 0.0,
+                                               "top_logprobs": top}]}
+        usage = {"prompt_tokens": len(user) // 4 + 1, "completion_tokens": len(answer.content or "") // 4 + 1}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        self._send(200, {"id": "fake", "object": "chat.completion", "model": body.get("model") or "fake-judge",
+                         "choices": [choice], "usage": usage}, answer.headers)
+
+    def _send(self, status: int, doc: dict, headers: dict | None = None, close: bool = False) -> None:
+        data = json.dumps(doc).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, str(v))
+            if close:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
 
 
 @contextlib.contextmanager
